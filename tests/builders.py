@@ -1,0 +1,47 @@
+"""Request builders shared by the test tiers."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import orjson
+
+
+def chat(*messages: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"model": "auto", "messages": list(messages), **fields}
+
+
+def user(content: Any) -> dict[str, Any]:
+    return {"role": "user", "content": content}
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def image_part(url: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+# a 1×1 PNG, the smallest image a request can carry
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+def data_url(data: bytes, media_type: str = "image/png") -> str:
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+
+
+def body(document: dict[str, Any]) -> bytes:
+    return orjson.dumps(document)
+
+
+def jpeg_bytes(width: int = 8, height: int = 8) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 30)).save(buffer, format="JPEG")
+    return buffer.getvalue()

@@ -1,0 +1,189 @@
+"""The ``vsr-extproc`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from vsr_extproc.errors import ConfigError, RequestError
+
+DEMO_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "demo" / "router.yaml"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args))
+    except ConfigError as exc:
+        where = f"{exc.source}: " if exc.source else ""
+        print(f"{where}invalid config:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vsr-extproc",
+        description="A multimodal semantic router that runs as an Envoy external processor.",
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the ext_proc gRPC service")
+    serve.add_argument("--config", required=True, type=Path)
+    serve.add_argument("--listen", help="host:port (overrides server.listen)")
+    _logging_options(serve)
+    serve.set_defaults(run=_serve)
+
+    validate = commands.add_parser("validate", help="check a config file and say what it holds")
+    validate.add_argument("config", type=Path)
+    validate.set_defaults(run=_validate)
+
+    explain = commands.add_parser(
+        "explain", help="decide requests without forwarding them, and say why"
+    )
+    explain.add_argument("--config", required=True, type=Path)
+    explain.add_argument("--json", action="store_true", help="one JSON object per request")
+    explain.add_argument(
+        "files", nargs="+", help="OpenAI request JSON files, or - for JSON Lines on stdin"
+    )
+    explain.set_defaults(run=_explain)
+
+    envoy = commands.add_parser(
+        "envoy-config", help="print the Envoy bootstrap derived from a router config"
+    )
+    envoy.add_argument("config", type=Path)
+    envoy.add_argument("--out", type=Path, help="write to this file instead of stdout")
+    envoy.set_defaults(run=_envoy_config)
+
+    standin = commands.add_parser(
+        "standin", help="run stand-in upstream model servers for a config's clusters"
+    )
+    standin.add_argument("--config", required=True, type=Path)
+    standin.set_defaults(run=_standin)
+
+    demo = commands.add_parser(
+        "demo", help="start Envoy, the processor and stand-in upstreams; send sample requests"
+    )
+    demo.add_argument("--config", type=Path, default=DEMO_CONFIG)
+    demo.add_argument("--port", type=int, help="Envoy's listener port (default from config)")
+    demo.add_argument(
+        "--once", action="store_true", help="exit after printing the table (no serving)"
+    )
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def _logging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info")
+    style = parser.add_mutually_exclusive_group()
+    style.add_argument("--log-json", dest="log_json", action="store_true", default=None)
+    style.add_argument("--log-pretty", dest="log_json", action="store_false")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from vsr_extproc import logs
+    from vsr_extproc.service import serve
+
+    logs.configure(args.log_level, json=args.log_json)
+    asyncio.run(serve(args.config, args.listen))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from vsr_extproc.config.compile import load_policy
+
+    config, policy = load_policy(args.config)
+    defined = sum(len(entries) for _, entries in config.signals)
+    print(
+        f"{args.config}: ok — {len(policy.models)} models, {defined} signals "
+        f"({len(policy.signals)} referenced), {len(policy.decisions)} decisions, "
+        f"default {policy.default.name!r}"
+    )
+    return 0
+
+
+def _requests(files: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+    for name in files:
+        if name == "-":
+            for number, line in enumerate(sys.stdin.buffer, start=1):
+                if line.strip():
+                    yield f"stdin:{number}", line
+        else:
+            yield name, Path(name).read_bytes()
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from vsr_extproc.config.compile import load_policy
+    from vsr_extproc.core.explain import explain_data, explain_table
+    from vsr_extproc.core.router import Router
+
+    _, policy = load_policy(args.config)
+    router = Router(policy)
+    failures = 0
+
+    async def run() -> None:
+        nonlocal failures
+        for source, body in _requests(args.files):
+            try:
+                decision = await router.explain(body)
+            except RequestError as exc:
+                failures += 1
+                error = {"source": source, "error": str(exc), "status": exc.status}
+                if args.json:
+                    print(orjson.dumps(error).decode())
+                else:
+                    print(f"== {source}\nrejected ({exc.status}): {exc}\n")
+                continue
+            if args.json:
+                data: dict[str, Any] = {"source": source, **explain_data(decision)}
+                print(orjson.dumps(data, default=str).decode())
+            else:
+                print(explain_table(decision, title=f"== {source}") + "\n")
+
+    asyncio.run(run())
+    return 1 if failures else 0
+
+
+def _envoy_config(args: argparse.Namespace) -> int:
+    from vsr_extproc.config.compile import read_config
+    from vsr_extproc.envoy.bootstrap import render_bootstrap
+
+    config, _ = read_config(args.config)
+    text = render_bootstrap(config)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _standin(args: argparse.Namespace) -> int:
+    from vsr_extproc.config.compile import read_config
+    from vsr_extproc.upstream.standin import run_forever, specs_for
+
+    config, _ = read_config(args.config)
+    asyncio.run(run_forever(specs_for(config)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from vsr_extproc.demo.run import run_demo
+
+    return run_demo(args.config, port=args.port, once=args.once)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,283 @@
+"""Load, validate and compile the router config into an immutable ``Policy``.
+
+Every problem names its path in the file: ``decisions[3].rules.all[1]: unknown signal
+'vision.xray'``. Compilation does the work once (regexes compiled, models loaded, label
+texts embedded) so the request path never branches on configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from vsr_extproc.config.schema import (
+    ActionConfig,
+    AllRule,
+    AnyRule,
+    BlockActionConfig,
+    ConfirmActionConfig,
+    DecisionConfig,
+    DefaultDecisionConfig,
+    LeafRule,
+    NotRule,
+    RouterConfig,
+    RuleNode,
+)
+from vsr_extproc.core.policy import (
+    Action,
+    BlockAction,
+    ConfirmAction,
+    DecisionSpec,
+    Limits,
+    ModelSpec,
+    Policy,
+    RouteAction,
+)
+from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, Rule, leaves
+from vsr_extproc.core.signals import Signal
+from vsr_extproc.errors import ConfigError
+from vsr_extproc.signals import FAMILIES
+from vsr_extproc.signals.base import Resources
+
+# pydantic puts the tag of a tagged union into error locations; the file has no such key
+_TAGS = frozenset({"all", "any", "not", "signal", "route", "block", "confirm"})
+_UNION_FIELDS = frozenset({"rules", "action", "not"})
+
+
+def format_location(location: Iterable[int | str]) -> str:
+    """``('decisions', 3, 'rules', 'all', 'all', 1)`` → ``decisions[3].rules.all[1]``."""
+    items = list(location)
+    parts: list[str] = []
+    dropped_tag = False
+    for position, item in enumerate(items):
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            dropped_tag = False
+            continue
+        before = items[position - 1] if position else None
+        in_list = isinstance(before, int) and position > 1 and items[position - 2] in {"all", "any"}
+        if item in _TAGS and not dropped_tag and (before in _UNION_FIELDS or in_list):
+            dropped_tag = True
+            continue
+        dropped_tag = False
+        parts.append(f".{item}" if parts else item)
+    return "".join(parts)
+
+
+def _problems(error: ValidationError) -> list[str]:
+    details = error.errors()
+    locations = [tuple(detail["loc"]) for detail in details]
+    problems = []
+    for detail, location in zip(details, locations, strict=True):
+        # a container that failed only because its item failed adds nothing
+        if any(other[: len(location)] == location and other != location for other in locations):
+            continue
+        where = format_location(location)
+        message = detail["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return problems
+
+
+def parse_config(document: Any, source: str | None = None) -> RouterConfig:
+    """Validate a parsed YAML document."""
+    if not isinstance(document, Mapping):
+        raise ConfigError(["the config must be a YAML mapping"], source)
+    try:
+        return RouterConfig.model_validate(document)
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc), source) from None
+
+
+def read_config(path: str | Path) -> tuple[RouterConfig, str]:
+    """Read and validate a config file; returns it with the digest of its text."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"cannot read the config: {exc.strerror}"], str(path)) from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"invalid YAML: {exc}"], str(path)) from None
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return parse_config(document, str(path)), digest
+
+
+def load_policy(
+    path: str | Path, resources: Resources | None = None
+) -> tuple[RouterConfig, Policy]:
+    """Read, validate and compile a config file."""
+    config, digest = read_config(path)
+    return config, compile_policy(config, resources or Resources(), fingerprint=digest)
+
+
+def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: str = "") -> Policy:
+    """Check cross-references, build the referenced signals, and freeze a ``Policy``."""
+    problems = _check_names(config)
+    entries = _signal_entries(config)
+    decisions = []
+    for index, decision in enumerate(config.decisions):
+        where = f"decisions[{index}]"
+        rule = _rule(decision.rules, f"{where}.rules")
+        problems += [
+            f"{leaf.path}: unknown signal {leaf.signal!r}"
+            for leaf in leaves(rule)
+            if leaf.signal not in entries
+        ]
+        problems += _check_action(config, decision.action, f"{where}.action", entries)
+        decisions.append(_decision(decision, rule, index))
+    problems += _check_action(config, config.default.action, "default.action", entries)
+    if problems:
+        raise ConfigError(problems)
+    referenced = _referenced(decisions)
+    resources.begin_compile()
+    signals = _build_signals(entries, referenced, resources)
+    models = {
+        model.name: ModelSpec(
+            model.name,
+            model.cluster,
+            model.upstream_model,
+            frozenset(model.modalities),
+            frozenset(model.capabilities),
+            model.context_window,
+        )
+        for model in config.models
+    }
+    default = _decision(config.default, None, len(decisions))
+    return Policy(
+        models=models,
+        signals=signals,
+        decisions=tuple(decisions),
+        default=default,
+        chat_paths=frozenset(config.routing.chat_paths),
+        passthrough_model=config.routing.passthrough_model or _first_model(default),
+        limits=Limits(config.limits.max_body_bytes, config.limits.max_content_parts),
+        fingerprint=fingerprint,
+    )
+
+
+def _first_model(default: DecisionSpec) -> str | None:
+    action = default.action
+    return action.models[0] if isinstance(action, RouteAction) else None
+
+
+def _signal_entries(config: RouterConfig) -> dict[str, Any]:
+    return {
+        f"{family}.{entry.name}": entry
+        for family in FAMILIES
+        for entry in getattr(config.signals, family)
+    }
+
+
+def _referenced(decisions: list[DecisionSpec]) -> list[str]:
+    keys: dict[str, None] = {}
+    for decision in decisions:
+        if decision.rule is not None:
+            keys.update((leaf.signal, None) for leaf in leaves(decision.rule))
+        if isinstance(decision.action, RouteAction):
+            keys.update((signal, None) for signal, _, _ in decision.action.signal_headers)
+    return list(keys)
+
+
+def _build_signals(
+    entries: Mapping[str, Any], referenced: list[str], resources: Resources
+) -> dict[str, Signal]:
+    signals = {}
+    for key in referenced:
+        family = FAMILIES[key.partition(".")[0]]
+        signals[key] = family.build(entries[key], resources)
+    return signals
+
+
+def _check_names(config: RouterConfig) -> list[str]:
+    problems = _duplicates("models", (model.name for model in config.models))
+    problems += _duplicates("decisions", (decision.name for decision in config.decisions))
+    if config.default.name in {decision.name for decision in config.decisions}:
+        problems.append(f"default.name: {config.default.name!r} is also a decision's name")
+    for family in FAMILIES:
+        names = (entry.name for entry in getattr(config.signals, family))
+        problems += _duplicates(f"signals.{family}", names)
+    model_names = {model.name for model in config.models}
+    passthrough = config.routing.passthrough_model
+    if passthrough is not None and passthrough not in model_names:
+        problems.append(f"routing.passthrough_model: unknown model {passthrough!r}")
+    if config.envoy is not None:
+        clusters = {cluster.name for cluster in config.envoy.clusters}
+        problems += _duplicates("envoy.clusters", (c.name for c in config.envoy.clusters))
+        problems += [
+            f"models[{index}].cluster: no cluster {model.cluster!r} in envoy.clusters"
+            for index, model in enumerate(config.models)
+            if model.cluster not in clusters
+        ]
+    return problems
+
+
+def _duplicates(where: str, names: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    problems = []
+    for index, name in enumerate(names):
+        if name in seen:
+            problems.append(f"{where}[{index}].name: {name!r} is defined twice")
+        seen.add(name)
+    return problems
+
+
+def _check_action(
+    config: RouterConfig, action: ActionConfig, where: str, entries: Mapping[str, Any]
+) -> list[str]:
+    if isinstance(action, BlockActionConfig | ConfirmActionConfig):
+        return []
+    known = {model.name for model in config.models}
+    problems = [
+        f"{where}.models[{index}]: unknown model {name!r}"
+        for index, name in enumerate(action.models)
+        if name not in known
+    ]
+    problems += [
+        f"{where}.signal_headers[{index}].signal: unknown signal {header.signal!r}"
+        for index, header in enumerate(action.signal_headers)
+        if header.signal not in entries
+    ]
+    return problems
+
+
+def _rule(node: RuleNode, path: str) -> Rule:
+    if isinstance(node, LeafRule):
+        return Leaf(node.signal, path, node.threshold, node.on_error)
+    if isinstance(node, NotRule):
+        return Not(_rule(node.not_, f"{path}.not"), path)
+    if isinstance(node, AllRule):
+        children = tuple(_rule(child, f"{path}.all[{i}]") for i, child in enumerate(node.all))
+        return AllOf(children, path)
+    if isinstance(node, AnyRule):
+        children = tuple(_rule(child, f"{path}.any[{i}]") for i, child in enumerate(node.any))
+        return AnyOf(children, path)
+    raise TypeError(f"not a rule node: {node!r}")
+
+
+def _decision(
+    config: DecisionConfig | DefaultDecisionConfig, rule: Rule | None, order: int
+) -> DecisionSpec:
+    priority = config.priority if isinstance(config, DecisionConfig) else -(2**31)
+    return DecisionSpec(
+        config.name, priority, rule, _action(config.action), order, config.description
+    )
+
+
+def _action(action: ActionConfig) -> Action:
+    if isinstance(action, BlockActionConfig):
+        return BlockAction(action.message, action.status)
+    if isinstance(action, ConfirmActionConfig):
+        return ConfirmAction(action.question)
+    return RouteAction(
+        models=action.models,
+        system_prompt=action.system_prompt,
+        headers=tuple(action.headers.items()),
+        redact=action.redact,
+        signal_headers=tuple((h.signal, h.header, h.value) for h in action.signal_headers),
+    )

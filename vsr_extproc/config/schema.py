@@ -1,0 +1,300 @@
+"""The declared configuration: pydantic v2 models of the router's YAML file.
+
+Unknown keys are errors, every model is frozen, and each field documents itself (the
+README's config reference is written from these). ``vsr_extproc.config.compile`` turns a
+validated ``RouterConfig`` into the immutable runtime ``Policy``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from vsr_extproc.core.policy import Capability, Modality
+from vsr_extproc.core.rules import OnError
+from vsr_extproc.signals import FAMILIES
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=128)]
+HeaderName = Annotated[str, Field(pattern=r"^x-[a-z0-9-]+$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- models -------------------------------------------------------------------------------
+
+
+class ModelConfig(Strict):
+    name: Name = Field(description="the name decisions use and `x-vsr-selected-model` carries")
+    cluster: Name = Field(description="the Envoy cluster that serves this model")
+    upstream_model: str = Field(
+        min_length=1, description="the `model` value the upstream server expects"
+    )
+    modalities: tuple[Modality, ...] = Field(
+        default=(Modality.TEXT,), description="input it accepts: text, image"
+    )
+    capabilities: tuple[Capability, ...] = Field(
+        default=(), description="features it supports: tools"
+    )
+    context_window: int | None = Field(
+        default=None, gt=0, description="tokens; longer requests skip this model"
+    )
+
+    @field_validator("modalities")
+    @classmethod
+    def _text_first(cls, value: tuple[Modality, ...]) -> tuple[Modality, ...]:
+        if Modality.TEXT not in value:
+            raise ValueError("every model accepts text; list 'text' among its modalities")
+        return value
+
+
+# --- rules --------------------------------------------------------------------------------
+
+
+class LeafRule(Strict):
+    signal: str = Field(description="`family.name` of a configured signal")
+    threshold: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="also require confidence >= threshold"
+    )
+    on_error: OnError = Field(
+        default=OnError.NO_MATCH,
+        description="if the signal fails: no_match, match, or fail (refuse the request, 503)",
+    )
+
+
+class AllRule(Strict):
+    all: tuple[RuleNode, ...] = Field(min_length=1)
+
+
+class AnyRule(Strict):
+    any: tuple[RuleNode, ...] = Field(min_length=1)
+
+
+class NotRule(Strict):
+    not_: RuleNode = Field(alias="not")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _rule_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "signal"
+    if isinstance(value, dict):
+        for key in ("all", "any", "not", "signal"):
+            if key in value:
+                return key
+        return None
+    if isinstance(value, BaseModel):
+        return {AllRule: "all", AnyRule: "any", NotRule: "not", LeafRule: "signal"}.get(type(value))
+    return None
+
+
+def _leaf_from_string(value: Any) -> Any:
+    return {"signal": value} if isinstance(value, str) else value
+
+
+class _LeafInput(LeafRule):
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return _leaf_from_string(value)
+
+
+RuleNode = Annotated[
+    Annotated[AllRule, Tag("all")]
+    | Annotated[AnyRule, Tag("any")]
+    | Annotated[NotRule, Tag("not")]
+    | Annotated[_LeafInput, Tag("signal")],
+    Discriminator(
+        _rule_kind,
+        custom_error_type="rule",
+        custom_error_message="a rule is a signal name, or an object with one of "
+        "'all', 'any', 'not' or 'signal'",
+    ),
+]
+AllRule.model_rebuild()
+AnyRule.model_rebuild()
+NotRule.model_rebuild()
+
+
+# --- actions ------------------------------------------------------------------------------
+
+
+class SignalHeader(Strict):
+    signal: str = Field(description="`family.name`; the header is added when it matched")
+    header: HeaderName
+    value: str = "true"
+
+
+class RouteActionConfig(Strict):
+    type: Literal["route"]
+    models: tuple[Name, ...] = Field(
+        min_length=1, description="in preference order; the first that can serve it is used"
+    )
+    system_prompt: str | None = Field(default=None, description="prepended as a system message")
+    headers: dict[HeaderName, str] = Field(
+        default_factory=dict, description="extra request headers for the upstream"
+    )
+    redact: tuple[str, ...] = Field(
+        default=(), description="PII types replaced by placeholders before forwarding"
+    )
+    signal_headers: tuple[SignalHeader, ...] = ()
+
+
+class BlockActionConfig(Strict):
+    type: Literal["block"]
+    message: str = Field(min_length=1, description="shown to the client in the error JSON")
+    status: int = Field(default=403, ge=400, le=499)
+
+
+class ConfirmActionConfig(Strict):
+    type: Literal["confirm"]
+    question: str = Field(min_length=1, description="the assistant message the client sees")
+
+
+ActionConfig = Annotated[
+    RouteActionConfig | BlockActionConfig | ConfirmActionConfig, Field(discriminator="type")
+]
+
+
+class DecisionConfig(Strict):
+    name: Name
+    description: str = ""
+    priority: int = Field(default=0, ge=-1_000_000, le=1_000_000)
+    rules: RuleNode
+    action: ActionConfig
+
+
+class DefaultDecisionConfig(Strict):
+    name: Name = "default"
+    description: str = ""
+    action: ActionConfig
+
+
+# --- signals ------------------------------------------------------------------------------
+
+SignalsConfig: type[BaseModel] = create_model(
+    "SignalsConfig",
+    __config__=ConfigDict(extra="forbid", frozen=True),
+    **{  # type: ignore[call-overload]
+        name: (
+            tuple[family.entry, ...],  # type: ignore[name-defined]
+            Field(default=(), description=family.summary),
+        )
+        for name, family in FAMILIES.items()
+    },
+)
+
+
+# --- service settings ---------------------------------------------------------------------
+
+
+class RoutingConfig(Strict):
+    chat_paths: tuple[str, ...] = Field(
+        default=("/v1/chat/completions",), description="paths whose bodies are routed"
+    )
+    passthrough_model: Name | None = Field(
+        default=None,
+        description="where other paths (GET /v1/models, …) go; the default decision's "
+        "first model when unset",
+    )
+
+
+class LimitsConfig(Strict):
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0, le=1024 * 1024 * 1024)
+    max_content_parts: int = Field(default=10_000, gt=0)
+
+
+class FetchConfig(Strict):
+    """Opt-in fetching of remote ``http(s)`` image URLs."""
+
+    enabled: bool = False
+    allow_hosts: tuple[str, ...] = Field(
+        default=(), description="host names (or *.suffix) that may be fetched"
+    )
+    max_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    timeout_ms: int = Field(default=2000, gt=0, le=60_000)
+    max_redirects: int = Field(default=3, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _hosts(self) -> FetchConfig:
+        if self.enabled and not self.allow_hosts:
+            raise ValueError("fetching needs allow_hosts: the hosts images may come from")
+        return self
+
+
+class ImagesConfig(Strict):
+    fetch: FetchConfig = FetchConfig()
+
+
+class ServerConfig(Strict):
+    listen: str = Field(default="127.0.0.1:50051", description="host:port of the gRPC service")
+    grace_period_s: float = Field(
+        default=10.0, ge=0, description="SIGTERM: how long in-flight streams may finish"
+    )
+    max_message_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+
+
+# --- Envoy --------------------------------------------------------------------------------
+
+
+class Endpoint(Strict):
+    address: str = "127.0.0.1"
+    port: int = Field(ge=1, le=65535)
+
+
+class ClusterConfig(Strict):
+    name: Name
+    endpoints: tuple[Endpoint, ...] = Field(min_length=1)
+    tls: bool = Field(default=False, description="TLS to the upstream (SNI = the address)")
+    sni: str | None = None
+    timeout_ms: int = Field(default=120_000, gt=0, description="the route's upstream timeout")
+    connect_timeout_ms: int = Field(default=2000, gt=0)
+    retries: int = Field(default=0, ge=0, le=5, description="on connect failure and 503")
+    outlier_detection: bool = False
+
+
+class EnvoyConfig(Strict):
+    """What ``vsr-extproc envoy-config`` builds the Envoy bootstrap from."""
+
+    listen: Endpoint = Endpoint(port=8080)
+    admin: Endpoint = Endpoint(port=9901)
+    processor: tuple[Endpoint, ...] = Field(
+        default=(Endpoint(port=50051),),
+        min_length=1,
+        description="ext_proc endpoints: one per processor process or pod",
+    )
+    failure_mode_allow: bool = Field(
+        default=False,
+        description="fail open: route to the default model when the processor is down",
+    )
+    message_timeout_ms: int = Field(default=5000, gt=0, le=300_000)
+    buffer_limit_bytes: int = Field(default=32 * 1024 * 1024, ge=1024 * 1024)
+    clusters: tuple[ClusterConfig, ...] = ()
+
+
+# --- the whole file -----------------------------------------------------------------------
+
+
+class RouterConfig(Strict):
+    version: Literal[1] = 1
+    server: ServerConfig = ServerConfig()
+    routing: RoutingConfig = RoutingConfig()
+    limits: LimitsConfig = LimitsConfig()
+    images: ImagesConfig = ImagesConfig()
+    models: tuple[ModelConfig, ...] = Field(min_length=1)
+    signals: SignalsConfig = SignalsConfig()
+    decisions: tuple[DecisionConfig, ...] = ()
+    default: DefaultDecisionConfig
+    envoy: EnvoyConfig | None = None

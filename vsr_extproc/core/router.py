@@ -1,0 +1,54 @@
+"""The routing pipeline: normalize → (fetch images) → signals → decision.
+
+``Router`` holds the current ``Policy`` behind one reference. A request reads the reference
+once when it starts and keeps that policy to the end, so a reload never mixes policies
+within one request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from vsr_extproc.core.decision import RoutingDecision, decide
+from vsr_extproc.core.normalize import normalize
+from vsr_extproc.core.policy import Policy
+from vsr_extproc.core.request import NormalizedRequest
+from vsr_extproc.core.runner import SignalRunner
+
+#: fills in the bytes of remote images before signals run (the opt-in fetcher)
+ImageFetcher = Callable[[NormalizedRequest], Awaitable[None]]
+
+
+class Router:
+    def __init__(
+        self,
+        policy: Policy,
+        runner: SignalRunner | None = None,
+        fetcher: ImageFetcher | None = None,
+    ) -> None:
+        self._policy = policy
+        self.runner = runner or SignalRunner()
+        self.fetcher = fetcher
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    def swap(self, policy: Policy) -> Policy:
+        """Install a new policy; returns the one it replaced."""
+        previous, self._policy = self._policy, policy
+        return previous
+
+    def parse(self, body: bytes, policy: Policy) -> NormalizedRequest:
+        return normalize(body, max_parts=policy.limits.max_content_parts)
+
+    async def decide(self, request: NormalizedRequest, policy: Policy) -> RoutingDecision:
+        if self.fetcher is not None and any(image.is_remote for image in request.images):
+            await self.fetcher(request)
+        results = await self.runner.run(policy.signals, request)
+        return decide(policy, request, results)
+
+    async def explain(self, body: bytes, policy: Policy | None = None) -> RoutingDecision:
+        """Decide a raw request body without forwarding it anywhere."""
+        policy = policy or self._policy
+        return await self.decide(self.parse(body, policy), policy)

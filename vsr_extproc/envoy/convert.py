@@ -1,0 +1,103 @@
+"""Conversions between Envoy's ext_proc messages and the router's own values.
+
+Protobuf never leaves this package. Header values travel in ``raw_value`` (bytes): Envoy
+ignores ``value`` when it sets a header from an external processor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from envoy.config.core.v3 import base_pb2
+from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
+from envoy.type.v3 import http_status_pb2
+from google.protobuf import struct_pb2
+
+from vsr_extproc.core.answers import Answer
+
+DECISION_HEADER = "x-vsr-decision"
+MODEL_HEADER = "x-vsr-selected-model"
+ROUTER_HEADER_PREFIX = "x-vsr-"
+#: what ``x-vsr-selected-model`` says when the router answered itself
+NO_MODEL = "none"
+#: the dynamic metadata namespace Envoy accepts from the processor
+METADATA_NAMESPACE = "vsr"
+
+_OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+
+
+def header_map(headers: ext_proc.HttpHeaders) -> dict[str, str]:
+    """Envoy's header list as a dict (lower-case names; the last value wins)."""
+    return {
+        header.key: (header.raw_value or header.value.encode()).decode("utf-8", "replace")
+        for header in headers.headers.headers
+    }
+
+
+def _set(headers: Iterable[tuple[str, str]]) -> list[base_pb2.HeaderValueOption]:
+    return [
+        base_pb2.HeaderValueOption(
+            header=base_pb2.HeaderValue(key=key, raw_value=value.encode()),
+            append_action=_OVERWRITE,
+        )
+        for key, value in headers
+    ]
+
+
+def headers_response(
+    set_headers: Iterable[tuple[str, str]] = (),
+    remove: Iterable[str] = (),
+    *,
+    clear_route_cache: bool = False,
+) -> ext_proc.ProcessingResponse:
+    """Continue after the request headers, optionally changing them."""
+    common = ext_proc.CommonResponse(
+        header_mutation=ext_proc.HeaderMutation(
+            set_headers=_set(set_headers), remove_headers=list(remove)
+        ),
+        clear_route_cache=clear_route_cache,
+    )
+    return ext_proc.ProcessingResponse(request_headers=ext_proc.HeadersResponse(response=common))
+
+
+def body_response(
+    set_headers: Iterable[tuple[str, str]], body: bytes | None
+) -> ext_proc.ProcessingResponse:
+    """Continue to the upstream with new routing headers and, when given, a new body.
+
+    A changed body needs its ``content-length`` in the same response, and
+    ``clear_route_cache`` only takes effect beside a header mutation; both are done here.
+    """
+    headers = list(set_headers)
+    mutation = None
+    if body is not None:
+        headers.append(("content-length", str(len(body))))
+        mutation = ext_proc.BodyMutation(body=body)
+    common = ext_proc.CommonResponse(
+        header_mutation=ext_proc.HeaderMutation(set_headers=_set(headers)),
+        body_mutation=mutation,
+        clear_route_cache=True,
+    )
+    return ext_proc.ProcessingResponse(request_body=ext_proc.BodyResponse(response=common))
+
+
+def immediate_response(
+    answer: Answer, headers: Iterable[tuple[str, str]], details: str
+) -> ext_proc.ProcessingResponse:
+    """Answer the client directly; the request never reaches an upstream.
+
+    The dynamic metadata ``vsr.immediate = true`` tells Envoy's local-reply mappers (which
+    turn Envoy's own errors into JSON) to leave this answer as it is.
+    """
+    all_headers = [("content-type", answer.content_type), *headers]
+    metadata = struct_pb2.Struct()
+    metadata.update({METADATA_NAMESPACE: {"immediate": True}})
+    return ext_proc.ProcessingResponse(
+        dynamic_metadata=metadata,
+        immediate_response=ext_proc.ImmediateResponse(
+            status=http_status_pb2.HttpStatus(code=answer.status),
+            headers=ext_proc.HeaderMutation(set_headers=_set(all_headers)),
+            body=answer.body,
+            details=details,
+        ),
+    )

@@ -1,0 +1,121 @@
+"""Run the processor: the gRPC server, its health service, warm-up and graceful drain.
+
+The health service reports SERVING only after the policy is compiled (models loaded) and
+one synthetic request has run through every signal (models warmed). SIGTERM turns health
+to NOT_SERVING, stops accepting new streams and lets in-flight ones finish within the
+configured grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import orjson
+import structlog
+from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
+from grpc_health.v1 import _async as health_async
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from vsr_extproc.config.compile import load_policy
+from vsr_extproc.config.schema import RouterConfig
+from vsr_extproc.core.router import Router
+from vsr_extproc.envoy.servicer import ExternalProcessor
+from vsr_extproc.signals.base import Resources
+
+log = structlog.get_logger("vsr_extproc.service")
+
+EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
+_WARM_UP_BODY = orjson.dumps(
+    {
+        "model": "auto",
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Warm-up: summarise the plot of a short story."},
+        ],
+    }
+)
+
+
+@dataclass
+class Service:
+    """A started processor: its server, router, health servicer and bound port."""
+
+    server: grpc.aio.Server
+    router: Router
+    health: health_async.HealthServicer
+    port: int
+    config: RouterConfig
+    config_path: Path
+    resources: Resources
+
+    async def warm_up(self) -> None:
+        await self.router.explain(_WARM_UP_BODY)
+
+    async def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", EXT_PROC_SERVICE):
+            await self.health.set(name, status)
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        await self.set_serving(False)
+        grace = self.config.server.grace_period_s if grace_s is None else grace_s
+        await self.server.stop(grace)
+
+
+async def start(config_path: str | Path, listen: str | None = None) -> Service:
+    """Load the config, start serving on ``listen`` (host:port; port 0 picks one)."""
+    path = Path(config_path)
+    resources = Resources()
+    config, policy = load_policy(path, resources)
+    router = Router(policy)
+    limit = config.server.max_message_bytes
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", limit),
+            # two processes silently sharing a port would split nothing: one gets every
+            # stream. Refuse to start instead.
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    ext_proc_grpc.add_ExternalProcessorServicer_to_server(ExternalProcessor(router), server)
+    health = health_async.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    address = listen or config.server.listen
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot listen on {address}")
+    service = Service(server, router, health, port, config, path, resources)
+    await service.set_serving(False)
+    await server.start()
+    await service.warm_up()
+    await service.set_serving(True)
+    log.info(
+        "serving",
+        address=address.rsplit(":", 1)[0] + f":{port}",
+        policy=policy.fingerprint,
+        decisions=len(policy.decisions),
+        signals=sorted(policy.signals),
+    )
+    return service
+
+
+async def serve(config_path: str | Path, listen: str | None = None) -> None:
+    """Serve until SIGTERM or SIGINT, then drain."""
+    service = await start(config_path, listen)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    await stopping.wait()
+    log.info("draining", grace_s=service.config.server.grace_period_s)
+    await service.stop()
+    log.info("stopped")

@@ -1,0 +1,18 @@
+"""Signal families. Adding one is a module plus a line in ``FAMILIES``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vsr_extproc.signals import context, conversation, keyword, modality
+from vsr_extproc.signals.base import SignalFamily
+
+FAMILIES: dict[str, SignalFamily[Any]] = {
+    family.name: family
+    for family in (
+        keyword.FAMILY,
+        modality.FAMILY,
+        context.FAMILY,
+        conversation.FAMILY,
+    )
+}

@@ -1,0 +1,74 @@
+"""What a signal family provides: a config entry model and a builder.
+
+Adding a family is one module that defines a ``SignalFamily`` and one line in
+``vsr_extproc.signals.FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vsr_extproc.core.signals import Signal
+
+
+class SignalEntry(BaseModel):
+    """Fields every signal entry has."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="unique within the family")
+    description: str = ""
+
+
+class AsyncSignalEntry(SignalEntry):
+    timeout_ms: int = Field(
+        default=1000, gt=0, le=120_000, description="the signal's own time budget"
+    )
+
+
+class Resources:
+    """Shared, lazily created runtime objects (models, OCR engines) for signal builders.
+
+    One ``Resources`` lives across policy compiles, so a reload reuses loaded models;
+    ``release_unused`` drops those the new policy no longer asked for.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[Any, Any] = {}
+        self._used: set[Any] = set()
+
+    def get(self, key: Any, factory: Callable[[], Any]) -> Any:
+        self._used.add(key)
+        if key not in self._objects:
+            self._objects[key] = factory()
+        return self._objects[key]
+
+    def begin_compile(self) -> None:
+        self._used = set()
+
+    def release_unused(self) -> list[Any]:
+        """Drop what the last compile did not ask for; returns the released keys."""
+        released = [key for key in self._objects if key not in self._used]
+        for key in released:
+            closer = getattr(self._objects.pop(key), "close", None)
+            if callable(closer):
+                closer()
+        return released
+
+    def loaded(self) -> list[Any]:
+        return list(self._objects.values())
+
+
+EntryT = TypeVar("EntryT", bound=SignalEntry)
+
+
+@dataclass(frozen=True)
+class SignalFamily(Generic[EntryT]):
+    name: str
+    entry: type[EntryT]
+    build: Callable[[EntryT, Resources], Signal]
+    summary: str
