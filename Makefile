@@ -49,6 +49,10 @@ test-fast: $(STAMP) ## unit and service tests only
 envoy-config: $(STAMP) ## regenerate envoy.yaml from the demo config
 	$(BIN)/vsr-extproc envoy-config $(DEMO_CONFIG) --out envoy.yaml
 
+.PHONY: readme
+readme: $(STAMP) ## refresh the README's config reference from the schema
+	$(BIN)/python -m vsr_extproc.config.reference README.md
+
 .PHONY: demo
 demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and stand-ins; Ctrl-C stops all
 	$(BIN)/vsr-extproc demo --config $(DEMO_CONFIG) $(if $(PORT),--port $(PORT))

@@ -162,7 +162,7 @@ def _envoy_config(args: argparse.Namespace) -> int:
     from vsr_extproc.envoy.bootstrap import render_bootstrap
 
     config, _ = read_config(args.config)
-    text = render_bootstrap(config)
+    text = render_bootstrap(config, source=str(args.config))
     if args.out:
         args.out.write_text(text)
     else:

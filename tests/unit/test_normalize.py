@@ -94,7 +94,7 @@ def test_bad_base64_is_an_image_error_not_a_request_error() -> None:
 
 def test_unfetched_remote_image_has_no_bytes() -> None:
     request = normalize(body(chat(user([image_part("http://example.com/a.png")]))))
-    with pytest.raises(ImageError, match="not fetched"):
+    with pytest.raises(ImageError, match="image 0: a remote URL that was not fetched"):
         request.images[0].data()
 
 

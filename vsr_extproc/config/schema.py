@@ -133,8 +133,8 @@ NotRule.model_rebuild()
 
 class SignalHeader(Strict):
     signal: str = Field(description="`family.name`; the header is added when it matched")
-    header: HeaderName
-    value: str = "true"
+    header: HeaderName = Field(description="an `x-…` request header for the upstream")
+    value: str = Field(default="true", description="the header's value")
 
 
 class RouteActionConfig(Strict):
@@ -149,13 +149,15 @@ class RouteActionConfig(Strict):
     redact: tuple[str, ...] = Field(
         default=(), description="PII types replaced by placeholders before forwarding"
     )
-    signal_headers: tuple[SignalHeader, ...] = ()
+    signal_headers: tuple[SignalHeader, ...] = Field(
+        default=(), description="headers added only when a signal matched"
+    )
 
 
 class BlockActionConfig(Strict):
     type: Literal["block"]
     message: str = Field(min_length=1, description="shown to the client in the error JSON")
-    status: int = Field(default=403, ge=400, le=499)
+    status: int = Field(default=403, ge=400, le=499, description="the HTTP status (4xx)")
 
 
 class ConfirmActionConfig(Strict):
@@ -169,17 +171,19 @@ ActionConfig = Annotated[
 
 
 class DecisionConfig(Strict):
-    name: Name
-    description: str = ""
-    priority: int = Field(default=0, ge=-1_000_000, le=1_000_000)
-    rules: RuleNode
-    action: ActionConfig
+    name: Name = Field(description="reported in `x-vsr-decision`, traces, logs and metrics")
+    description: str = Field(default="", description="for people reading the config")
+    priority: int = Field(
+        default=0, ge=-1_000_000, le=1_000_000, description="higher wins among matching ones"
+    )
+    rules: RuleNode = Field(description="when the decision matches")
+    action: ActionConfig = Field(description="route, block or confirm")
 
 
 class DefaultDecisionConfig(Strict):
-    name: Name = "default"
-    description: str = ""
-    action: ActionConfig
+    name: Name = Field(default="default", description="reported like a decision's name")
+    description: str = Field(default="", description="for people reading the config")
+    action: ActionConfig = Field(description="route, block or confirm")
 
 
 # --- signals ------------------------------------------------------------------------------
@@ -212,20 +216,30 @@ class RoutingConfig(Strict):
 
 
 class LimitsConfig(Strict):
-    max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0, le=1024 * 1024 * 1024)
-    max_content_parts: int = Field(default=10_000, gt=0)
+    max_body_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        gt=0,
+        le=1024 * 1024 * 1024,
+        description="the largest body the processor accepts (Envoy's limit is envoy."
+        "buffer_limit_bytes)",
+    )
+    max_content_parts: int = Field(
+        default=10_000, gt=0, description="content parts per request, all messages together"
+    )
 
 
 class FetchConfig(Strict):
     """Opt-in fetching of remote ``http(s)`` image URLs."""
 
-    enabled: bool = False
+    enabled: bool = Field(default=False, description="fetch remote image URLs at all")
     allow_hosts: tuple[str, ...] = Field(
         default=(), description="host names (or *.suffix) that may be fetched"
     )
-    max_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
-    timeout_ms: int = Field(default=2000, gt=0, le=60_000)
-    max_redirects: int = Field(default=3, ge=0, le=10)
+    max_bytes: int = Field(default=8 * 1024 * 1024, gt=0, description="per image")
+    timeout_ms: int = Field(
+        default=2000, gt=0, le=60_000, description="per image, redirects included"
+    )
+    max_redirects: int = Field(default=3, ge=0, le=10, description="each hop is re-checked")
 
     @model_validator(mode="after")
     def _hosts(self) -> FetchConfig:
@@ -235,7 +249,9 @@ class FetchConfig(Strict):
 
 
 class ImagesConfig(Strict):
-    fetch: FetchConfig = FetchConfig()
+    fetch: FetchConfig = Field(
+        default=FetchConfig(), description="opt-in fetching of remote image URLs"
+    )
 
 
 class ServerConfig(Strict):
@@ -243,33 +259,41 @@ class ServerConfig(Strict):
     grace_period_s: float = Field(
         default=10.0, ge=0, description="SIGTERM: how long in-flight streams may finish"
     )
-    max_message_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    max_message_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        gt=0,
+        description="gRPC message cap, both directions; above the largest body",
+    )
 
 
 # --- Envoy --------------------------------------------------------------------------------
 
 
 class Endpoint(Strict):
-    address: str = "127.0.0.1"
-    port: int = Field(ge=1, le=65535)
+    address: str = Field(default="127.0.0.1", description="an IP address or a DNS name")
+    port: int = Field(ge=1, le=65535, description="TCP port")
 
 
 class ClusterConfig(Strict):
-    name: Name
-    endpoints: tuple[Endpoint, ...] = Field(min_length=1)
+    name: Name = Field(description="what `models[].cluster` refers to")
+    endpoints: tuple[Endpoint, ...] = Field(min_length=1, description="the servers")
     tls: bool = Field(default=False, description="TLS to the upstream (SNI = the address)")
-    sni: str | None = None
+    sni: str | None = Field(default=None, description="TLS server name, if not the address")
     timeout_ms: int = Field(default=120_000, gt=0, description="the route's upstream timeout")
-    connect_timeout_ms: int = Field(default=2000, gt=0)
-    retries: int = Field(default=0, ge=0, le=5, description="on connect failure and 503")
-    outlier_detection: bool = False
+    connect_timeout_ms: int = Field(default=2000, gt=0, description="TCP (and TLS) connect")
+    retries: int = Field(
+        default=0, ge=0, le=5, description="retries on connect failure, reset and 503"
+    )
+    outlier_detection: bool = Field(
+        default=False, description="eject endpoints after consecutive 5xx or gateway errors"
+    )
 
 
 class EnvoyConfig(Strict):
     """What ``vsr-extproc envoy-config`` builds the Envoy bootstrap from."""
 
-    listen: Endpoint = Endpoint(port=8080)
-    admin: Endpoint = Endpoint(port=9901)
+    listen: Endpoint = Field(default=Endpoint(port=8080), description="where clients reach Envoy")
+    admin: Endpoint = Field(default=Endpoint(port=9901), description="Envoy's admin interface")
     processor: tuple[Endpoint, ...] = Field(
         default=(Endpoint(port=50051),),
         min_length=1,
@@ -279,22 +303,33 @@ class EnvoyConfig(Strict):
         default=False,
         description="fail open: route to the default model when the processor is down",
     )
-    message_timeout_ms: int = Field(default=5000, gt=0, le=300_000)
-    buffer_limit_bytes: int = Field(default=32 * 1024 * 1024, ge=1024 * 1024)
-    clusters: tuple[ClusterConfig, ...] = ()
+    message_timeout_ms: int = Field(
+        default=5000,
+        gt=0,
+        le=300_000,
+        description="how long Envoy waits for each processor answer (then 504)",
+    )
+    buffer_limit_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="the largest request body Envoy buffers (then 413)",
+    )
+    clusters: tuple[ClusterConfig, ...] = Field(default=(), description="model servers")
 
 
 # --- the whole file -----------------------------------------------------------------------
 
 
 class RouterConfig(Strict):
-    version: Literal[1] = 1
-    server: ServerConfig = ServerConfig()
-    routing: RoutingConfig = RoutingConfig()
-    limits: LimitsConfig = LimitsConfig()
-    images: ImagesConfig = ImagesConfig()
-    models: tuple[ModelConfig, ...] = Field(min_length=1)
-    signals: SignalsConfig = SignalsConfig()
-    decisions: tuple[DecisionConfig, ...] = ()
-    default: DefaultDecisionConfig
-    envoy: EnvoyConfig | None = None
+    version: Literal[1] = Field(default=1, description="the config format's version")
+    server: ServerConfig = Field(default=ServerConfig(), description="the gRPC service")
+    routing: RoutingConfig = Field(default=RoutingConfig(), description="which paths route")
+    limits: LimitsConfig = Field(default=LimitsConfig(), description="request size limits")
+    images: ImagesConfig = Field(default=ImagesConfig(), description="image handling")
+    models: tuple[ModelConfig, ...] = Field(min_length=1, description="the upstream models")
+    signals: SignalsConfig = Field(default=SignalsConfig(), description="named signals, by family")
+    decisions: tuple[DecisionConfig, ...] = Field(default=(), description="rules and actions")
+    default: DefaultDecisionConfig = Field(description="the decision when none applies")
+    envoy: EnvoyConfig | None = Field(
+        default=None, description="what `vsr-extproc envoy-config` builds Envoy's bootstrap from"
+    )

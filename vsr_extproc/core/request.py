@@ -75,6 +75,7 @@ class ImagePart:
     __slots__ = (
         "_data",
         "_payload",
+        "_unavailable",
         "declared_type",
         "detail",
         "index",
@@ -102,6 +103,7 @@ class ImagePart:
         self.detail = detail
         self._payload = payload
         self._data: bytes | None = None
+        self._unavailable: str | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -121,7 +123,8 @@ class ImagePart:
         """The image's bytes. Raises ``ImageError`` for bad base64 or an unfetched URL."""
         if self._data is None:
             if self._payload is None:
-                raise ImageError(f"image {self.index} is a remote URL that was not fetched")
+                reason = self._unavailable or "a remote URL that was not fetched"
+                raise ImageError(f"image {self.index}: {reason}")
             try:
                 self._data = base64.b64decode(self._payload, validate=True)
             except (binascii.Error, ValueError) as exc:
@@ -132,6 +135,10 @@ class ImagePart:
     def set_data(self, data: bytes) -> None:
         """Attach bytes obtained elsewhere (the opt-in remote fetcher)."""
         self._data = data
+
+    def set_unavailable(self, reason: str) -> None:
+        """Record why a remote image's bytes could not be obtained (refused, too large…)."""
+        self._unavailable = reason
 
     def head(self, size: int = 16) -> bytes:
         """The first bytes, decoding only as much base64 as needed."""

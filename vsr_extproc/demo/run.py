@@ -137,4 +137,3 @@ def _ports(stack: Stack) -> list[int]:
     ports += [endpoint.port for endpoint in envoy.processor]
     ports += [e.port for cluster in envoy.clusters for e in cluster.endpoints]
     return ports
-

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -114,9 +115,7 @@ class Stack:
 
     def start_standins(self) -> Child:
         assert self.processor_config is not None
-        return self.spawn(
-            "standins", [*_cli(), "standin", "--config", str(self.processor_config)]
-        )
+        return self.spawn("standins", [*_cli(), "standin", "--config", str(self.processor_config)])
 
     def start_processor(self, name: str = "processor", listen: str | None = None) -> Child:
         assert self.processor_config is not None
@@ -154,16 +153,16 @@ class Stack:
             time.sleep(0.1)
         raise TimeoutError(f"{what} not ready after {timeout:.0f} s")
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
-        """Block until stand-ins, processor (health SERVING) and Envoy are all ready."""
+    def wait_ready(self, timeout: float = 120.0, *, processors: bool = True) -> None:
+        """Block until stand-ins, processors (health SERVING) and Envoy are all ready."""
         assert self.config.envoy is not None
         for cluster in self.config.envoy.clusters:
             for endpoint in cluster.endpoints:
                 url = f"http://{endpoint.address}:{endpoint.port}/v1/models"
-                self.wait_until(f"stand-in {cluster.name}", lambda u=url: _http_ok(u), timeout)
-        for endpoint in self.config.envoy.processor:
+                self.wait_until(f"stand-in {cluster.name}", partial(_http_ok, url), timeout)
+        for endpoint in self.config.envoy.processor if processors else ():
             target = f"{endpoint.address}:{endpoint.port}"
-            self.wait_until(f"processor {target}", lambda t=target: _serving(t), timeout)
+            self.wait_until(f"processor {target}", partial(_serving, target), timeout)
         self.wait_until("envoy", lambda: _http_ok(f"{self.admin_url}/ready"), timeout)
 
     def stop(self) -> None:
@@ -214,6 +213,7 @@ def prepare_stack(
     document.setdefault("server", {})["listen"] = f"{processor['address']}:{processor['port']}"
     config = parse_config(document)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vsr-stack-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     stack = Stack(config, workdir)
     stack.processor_config = workdir / "router.yaml"
     stack.processor_config.write_text(yaml.safe_dump(document, sort_keys=False))

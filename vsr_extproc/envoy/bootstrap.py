@@ -23,9 +23,11 @@ path), and ``envoy --mode validate`` remains the authority on ranges.
 from __future__ import annotations
 
 import ipaddress
+import warnings
 from typing import Any
 
 import yaml
+from pydantic.warnings import PydanticDeprecatedSince212
 
 from vsr_extproc.config.schema import ClusterConfig, Endpoint, EnvoyConfig, RouterConfig
 from vsr_extproc.envoy.convert import DECISION_HEADER, METADATA_NAMESPACE, MODEL_HEADER
@@ -69,15 +71,18 @@ def render_bootstrap(config: RouterConfig, source: str = "CONFIG") -> str:
 
 def check_bootstrap(bootstrap: dict[str, Any]) -> None:
     """Reject unknown fields and misspelt enums anywhere, typed extensions included."""
-    # importing these registers their message types for the typed_config payloads
-    import envoy_data_plane.envoy.extensions.access_loggers.file.v3
-    import envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3
-    import envoy_data_plane.envoy.extensions.filters.http.router.v3
-    import envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3
-    import envoy_data_plane.envoy.extensions.http.early_header_mutation.header_mutation.v3
-    import envoy_data_plane.envoy.extensions.transport_sockets.tls.v3
-    import envoy_data_plane.envoy.extensions.upstreams.http.v3  # noqa: F401
-    from envoy_data_plane.envoy.config.bootstrap.v3 import Bootstrap
+    with warnings.catch_warnings():
+        # envoy-data-plane's generated models use a pydantic validator style that pydantic
+        # 2.12+ flags as deprecated; the warning is theirs, raised once on import
+        warnings.filterwarnings("ignore", category=PydanticDeprecatedSince212)
+        # importing these registers their message types for the typed_config payloads
+        import envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3
+        import envoy_data_plane.envoy.extensions.filters.http.router.v3
+        import envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3
+        import envoy_data_plane.envoy.extensions.http.early_header_mutation.header_mutation.v3
+        import envoy_data_plane.envoy.extensions.transport_sockets.tls.v3
+        import envoy_data_plane.envoy.extensions.upstreams.http.v3  # noqa: F401
+        from envoy_data_plane.envoy.config.bootstrap.v3 import Bootstrap
 
     try:
         Bootstrap.from_dict(bootstrap)

@@ -21,7 +21,7 @@ class SignalEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="unique within the family")
-    description: str = ""
+    description: str = Field(default="", description="for people reading the config")
 
 
 class AsyncSignalEntry(SignalEntry):

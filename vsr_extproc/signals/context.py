@@ -20,8 +20,8 @@ from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
 
 
 class ContextEntry(SignalEntry):
-    min_tokens: int = Field(default=0, ge=0)
-    max_tokens: int | None = Field(default=None, ge=0)
+    min_tokens: int = Field(default=0, ge=0, description="at least this many (estimated)")
+    max_tokens: int | None = Field(default=None, ge=0, description="at most this many")
 
     @model_validator(mode="after")
     def _range(self) -> ContextEntry:

@@ -25,13 +25,17 @@ from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
 
 
 class ConversationEntry(SignalEntry):
-    tools_offered: bool | None = None
+    tools_offered: bool | None = Field(
+        default=None, description="the request offers tools (true) or none (false)"
+    )
     tool_calls: bool | None = Field(
         default=None, description="an assistant message in the history called a tool"
     )
-    tool_results: bool | None = None
-    min_turns: int | None = Field(default=None, ge=0)
-    max_turns: int | None = Field(default=None, ge=0)
+    tool_results: bool | None = Field(
+        default=None, description="a tool result (a `tool` message) is present"
+    )
+    min_turns: int | None = Field(default=None, ge=0, description="at least this many user turns")
+    max_turns: int | None = Field(default=None, ge=0, description="at most this many user turns")
 
     @model_validator(mode="after")
     def _something(self) -> ConversationEntry:

@@ -27,9 +27,11 @@ TextScope = Literal["prompt", "user", "all"]
 class KeywordEntry(SignalEntry):
     any: tuple[str, ...] = Field(default=(), description="match when any pattern occurs")
     all: tuple[str, ...] = Field(default=(), description="match when every pattern occurs")
-    case_sensitive: bool = False
-    word_boundaries: bool = True
-    regex: bool = False
+    case_sensitive: bool = Field(default=False, description="match letter case exactly")
+    word_boundaries: bool = Field(
+        default=True, description="patterns match whole words only ('bug' not in 'debug')"
+    )
+    regex: bool = Field(default=False, description="patterns are Python regular expressions")
     scope: TextScope = Field(
         default="prompt",
         description="prompt: the newest user message; user: every user message; all: every message",

@@ -23,10 +23,14 @@ ImageFormat = Literal["png", "jpeg", "webp", "gif", "bmp", "tiff"]
 
 
 class ModalityEntry(SignalEntry):
-    min_images: int = Field(default=1, ge=0)
-    max_images: int | None = Field(default=None, ge=0)
-    formats: tuple[ImageFormat, ...] = ()
-    source: Literal["any", "data", "remote"] = "any"
+    min_images: int = Field(default=1, ge=0, description="at least this many counted images")
+    max_images: int | None = Field(default=None, ge=0, description="at most this many")
+    formats: tuple[ImageFormat, ...] = Field(
+        default=(), description="count only these formats (sniffed from the bytes)"
+    )
+    source: Literal["any", "data", "remote"] = Field(
+        default="any", description="count inline (data) or linked (remote) images only"
+    )
 
     @model_validator(mode="after")
     def _range(self) -> ModalityEntry:

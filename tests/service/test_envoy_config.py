@@ -1,0 +1,116 @@
+"""The Envoy bootstrap derived from the router config: current, valid, and safe."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vsr_extproc.config.compile import read_config
+from vsr_extproc.demo.stack import envoy_binary
+from vsr_extproc.envoy.bootstrap import build_bootstrap, render_bootstrap
+from vsr_extproc.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = "deploy/demo/router.yaml"
+
+
+def test_root_envoy_yaml_is_what_envoy_config_prints_for_the_demo() -> None:
+    config, _ = read_config(ROOT / DEMO)
+    assert (ROOT / "envoy.yaml").read_text() == render_bootstrap(config, source=DEMO), (
+        "envoy.yaml is stale: run `make envoy-config`"
+    )
+
+
+def test_envoy_accepts_the_root_envoy_yaml() -> None:
+    result = subprocess.run(
+        [
+            envoy_binary(),
+            "--mode",
+            "validate",
+            "-c",
+            str(ROOT / "envoy.yaml"),
+            "--disable-hot-restart",
+            "--log-level",
+            "error",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK" in result.stdout
+
+
+def _demo_bootstrap(**envoy: object) -> dict:
+    document = yaml.safe_load((ROOT / DEMO).read_text())
+    document["envoy"].update(envoy)
+    from vsr_extproc.config.compile import parse_config
+
+    return build_bootstrap(parse_config(document))
+
+
+def _hcm(bootstrap: dict) -> dict:
+    listener = bootstrap["static_resources"]["listeners"][0]
+    return listener["filter_chains"][0]["filters"][0]["typed_config"]
+
+
+def test_one_route_per_model_and_a_closed_catch_all() -> None:
+    routes = _hcm(_demo_bootstrap())["route_config"]["virtual_hosts"][0]["routes"]
+    selected = {
+        route["match"]["headers"][0]["string_match"]["exact"]: route["route"]["cluster"]
+        for route in routes[:-1]
+    }
+    assert selected == {
+        "general": "general_llm",
+        "long_context": "long_llm",
+        "coder": "code_llm",
+        "vision": "general_vlm",
+    }
+    assert routes[-1]["direct_response"]["status"] == 503
+
+
+def test_fail_open_sends_undecided_requests_to_the_default_model() -> None:
+    bootstrap = _demo_bootstrap(failure_mode_allow=True)
+    hcm = _hcm(bootstrap)
+    catch_all = hcm["route_config"]["virtual_hosts"][0]["routes"][-1]
+    assert catch_all["route"]["cluster"] == "general_llm"
+    # the spoofing protection stays: client x-vsr-* headers are removed before routing
+    mutation = hcm["early_header_mutation_extensions"][0]["typed_config"]["mutations"][0]
+    assert mutation == {"remove_on_match": {"key_matcher": {"prefix": "x-vsr-"}}}
+    ext_proc = hcm["http_filters"][0]["typed_config"]
+    assert ext_proc["failure_mode_allow"] is True
+
+
+def test_buffer_limits_cover_large_image_bodies() -> None:
+    bootstrap = _demo_bootstrap()
+    listener = bootstrap["static_resources"]["listeners"][0]
+    assert listener["per_connection_buffer_limit_bytes"] >= 32 * 1024 * 1024
+    ext_proc = _hcm(bootstrap)["http_filters"][0]["typed_config"]
+    assert (
+        ext_proc["grpc_service"]["envoy_grpc"]["max_receive_message_length"]
+        > (listener["per_connection_buffer_limit_bytes"])
+    )
+    assert ext_proc["processing_mode"]["request_body_mode"] == "BUFFERED"
+
+
+def test_a_misspelt_field_is_caught_before_envoy_sees_it() -> None:
+    from vsr_extproc.envoy.bootstrap import check_bootstrap
+
+    bootstrap = _demo_bootstrap()
+    _hcm(bootstrap)["http_filters"][0]["typed_config"]["failure_mode_alow"] = True
+    with pytest.raises(ConfigError, match="failure_mode_alow"):
+        check_bootstrap(bootstrap)
+
+
+def test_a_model_on_an_undefined_cluster_is_a_config_error() -> None:
+    document = yaml.safe_load((ROOT / DEMO).read_text())
+    document["models"][0]["cluster"] = "nowhere"
+    from vsr_extproc.config.compile import compile_policy, parse_config
+    from vsr_extproc.signals.base import Resources
+
+    with pytest.raises(ConfigError, match=r"models\[0\].cluster: no cluster 'nowhere'"):
+        compile_policy(parse_config(document), Resources())

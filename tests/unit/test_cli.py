@@ -1,0 +1,104 @@
+"""The ``vsr-extproc`` command line: validate, explain, envoy-config."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+from builders import body, chat, user
+
+from vsr_extproc.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "deploy" / "demo" / "router.yaml"
+SAMPLES = ROOT / "deploy" / "demo" / "requests"
+
+
+def test_validate_summarises_a_good_config(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(DEMO)]) == 0
+    out = capsys.readouterr().out
+    assert "ok — 4 models, 7 signals (7 referenced), 5 decisions, default 'general_chat'" in out
+
+
+def test_validate_names_the_path_of_every_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(DEMO.read_text())
+    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
+    document["decisions"][0]["action"]["colour"] = "red"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "decisions[0].action.colour: Extra inputs are not permitted" in err
+    assert "invalid config" in err
+
+
+def test_unknown_signal_is_reported_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(DEMO.read_text())
+    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 2
+    assert "decisions[3].rules.all[1]: unknown signal 'vision.xray'" in capsys.readouterr().err
+
+
+def test_validate_reports_unreadable_and_invalid_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot read the config" in capsys.readouterr().err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("models: [\n")
+    assert main(["validate", str(broken)]) == 2
+    assert "invalid YAML" in capsys.readouterr().err
+
+
+def test_explain_prints_a_table_per_file(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(SAMPLES / "02-find-the-bug.json"), str(SAMPLES / "06-forbidden.json")]
+    assert main(["explain", "--config", str(DEMO), *files]) == 0
+    out = capsys.readouterr().out
+    assert "decision  coding  (routed, model coder" in out
+    assert "decision  refuse_forbidden  (blocked" in out
+    assert "keyword.code_words" in out
+
+
+def test_explain_json_lines_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = body(chat(user("find the bug"))) + b"\n\n" + body(chat(user("hi"))) + b"\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    assert main(["explain", "--config", str(DEMO), "--json", "-"]) == 0
+    results = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["source"], r["decision"], r["model"]) for r in results] == [
+        ("stdin:1", "coding", "coder"),
+        ("stdin:3", "general_chat", "general"),
+    ]
+    first = results[0]
+    assert {s["signal"] for s in first["signals"]} >= {"keyword.code_words", "context.long"}
+    assert all({"value", "confidence", "latency_ms", "error"} <= set(s) for s in first["signals"])
+    assert first["decisions"][4]["decided_by"] == "decisions[4].rules.any[0]"
+
+
+def test_explain_reports_a_bad_request_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": []}')
+    assert main(["explain", "--config", str(DEMO), "--json", str(bad)]) == 1
+    result = orjson.loads(capsys.readouterr().out)
+    assert result["status"] == 400
+    assert "messages" in result["error"]
+
+
+def test_envoy_config_writes_the_bootstrap(tmp_path: Path) -> None:
+    out = tmp_path / "envoy.yaml"
+    assert main(["envoy-config", str(DEMO), "--out", str(out)]) == 0
+    bootstrap = yaml.safe_load(out.read_text())
+    assert bootstrap["static_resources"]["listeners"][0]["name"] == "ingress"

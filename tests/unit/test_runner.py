@@ -1,0 +1,148 @@
+"""The signal runner: concurrency, per-signal timeouts, and failures as values."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import ClassVar
+
+import pytest
+from builders import body, chat, user
+
+from vsr_extproc.core.answers import decision_answer
+from vsr_extproc.core.decision import RequestOutcome, decide
+from vsr_extproc.core.normalize import normalize
+from vsr_extproc.core.policy import (
+    BlockAction,
+    DecisionSpec,
+    ModelSpec,
+    Policy,
+    RouteAction,
+)
+from vsr_extproc.core.rules import Leaf, OnError
+from vsr_extproc.core.runner import SignalRunner
+from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome, SignalResult
+
+REQUEST = normalize(body(chat(user("hello"))))
+
+
+class Sleeper(AsyncSignal):
+    family: ClassVar[str] = "test"
+
+    def __init__(self, name: str, seconds: float, timeout_s: float = 1.0) -> None:
+        self.name = name
+        self.seconds = seconds
+        self.timeout_s = timeout_s
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        await asyncio.sleep(self.seconds)
+        return Outcome(True, 0.8, {"slept": self.seconds})
+
+
+class Crasher(AsyncSignal):
+    family: ClassVar[str] = "test"
+    name = "crash"
+    timeout_s = 1.0
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        raise RuntimeError("model exploded")
+
+
+class SharedWork(AsyncSignal):
+    """Two of these share one computation through ``Evaluation.once``."""
+
+    family: ClassVar[str] = "test"
+    timeout_s = 1.0
+    calls = 0
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        async def compute() -> int:
+            SharedWork.calls += 1
+            await asyncio.sleep(0.01)
+            return 42
+
+        return Outcome(await evaluation.once("shared", compute) == 42)
+
+
+async def test_signals_run_concurrently() -> None:
+    signals = {f"test.s{i}": Sleeper(f"s{i}", 0.2) for i in range(5)}
+    started = time.perf_counter()
+    results = await SignalRunner().run(signals, REQUEST)
+    elapsed = time.perf_counter() - started
+    assert all(result.matched for result in results.values())
+    assert elapsed < 0.6  # five 200 ms signals cost about one, not one second
+
+
+async def test_a_slow_signal_times_out_as_a_value() -> None:
+    signals = {"test.slow": Sleeper("slow", 5.0, timeout_s=0.05), "test.fast": Sleeper("fast", 0)}
+    started = time.perf_counter()
+    results = await SignalRunner().run(signals, REQUEST)
+    assert time.perf_counter() - started < 1.0
+    assert results["test.slow"].error == "timed out after 50 ms"
+    assert results["test.slow"].matched is False
+    assert results["test.fast"].matched is True
+
+
+async def test_a_crashing_signal_is_a_value_and_is_observed() -> None:
+    seen: list[tuple[str, bool]] = []
+
+    def observe(result: SignalResult, *, timed_out: bool) -> None:
+        seen.append((result.key, timed_out))
+
+    results = await SignalRunner(observe).run(
+        {"test.crash": Crasher(), "test.slow": Sleeper("slow", 1, 0.01)}, REQUEST
+    )
+    assert results["test.crash"].error == "RuntimeError: model exploded"
+    assert sorted(seen) == [("test.crash", False), ("test.slow", True)]
+
+
+async def test_shared_work_runs_once_per_request() -> None:
+    SharedWork.calls = 0
+    signals = {"test.a": SharedWork("a"), "test.b": SharedWork("b")}
+    results = await SignalRunner().run(signals, REQUEST)
+    assert all(result.matched for result in results.values())
+    assert SharedWork.calls == 1
+
+
+def _policy(on_error: OnError) -> Policy:
+    models = {"m": ModelSpec("m", "c", "up")}
+    decisions = (
+        DecisionSpec(
+            "guard",
+            100,
+            Leaf("test.crash", "d[0].rules", on_error=on_error),
+            BlockAction("blocked"),
+            0,
+        ),
+    )
+    return Policy(
+        models,
+        {"test.crash": Crasher()},
+        decisions,
+        DecisionSpec("default", -1, None, RouteAction(("m",)), 1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("on_error", "outcome", "decision", "status"),
+    [
+        (OnError.NO_MATCH, RequestOutcome.ROUTED, "default", None),
+        (OnError.MATCH, RequestOutcome.BLOCKED, "guard", 403),
+        (OnError.FAIL, RequestOutcome.REFUSED, "guard", 503),
+    ],
+)
+async def test_on_error_decides_what_a_failed_signal_means(
+    on_error: OnError, outcome: RequestOutcome, decision: str, status: int | None
+) -> None:
+    policy = _policy(on_error)
+    results = await SignalRunner().run(policy.signals, REQUEST)
+    verdict = decide(policy, REQUEST, results)
+    assert verdict.outcome is outcome
+    assert verdict.name == decision
+    answer = decision_answer(verdict, stream=False)
+    assert (answer.status if answer else None) == status
+    if on_error is OnError.FAIL:
+        assert "test.crash: RuntimeError: model exploded" in (verdict.problem or "")
