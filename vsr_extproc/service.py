@@ -24,6 +24,7 @@ from vsr_extproc.config.compile import load_policy
 from vsr_extproc.config.schema import RouterConfig
 from vsr_extproc.core.router import Router
 from vsr_extproc.envoy.servicer import ExternalProcessor
+from vsr_extproc.fetch import RemoteImageFetcher
 from vsr_extproc.signals.base import Resources
 
 log = structlog.get_logger("vsr_extproc.service")
@@ -47,6 +48,7 @@ class Service:
     server: grpc.aio.Server
     router: Router
     health: health_async.HealthServicer
+    fetcher: RemoteImageFetcher | None
     port: int
     config: RouterConfig
     config_path: Path
@@ -68,6 +70,8 @@ class Service:
         await self.set_serving(False)
         grace = self.config.server.grace_period_s if grace_s is None else grace_s
         await self.server.stop(grace)
+        if self.fetcher is not None:
+            await self.fetcher.close()
 
 
 async def start(config_path: str | Path, listen: str | None = None) -> Service:
@@ -75,7 +79,9 @@ async def start(config_path: str | Path, listen: str | None = None) -> Service:
     path = Path(config_path)
     resources = Resources()
     config, policy = load_policy(path, resources)
-    router = Router(policy)
+    fetch = config.images.fetch
+    fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None
+    router = Router(policy, fetcher=fetcher)
     limit = config.server.max_message_bytes
     server = grpc.aio.server(
         options=[
@@ -90,10 +96,13 @@ async def start(config_path: str | Path, listen: str | None = None) -> Service:
     health = health_async.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = listen or config.server.listen
-    port = server.add_insecure_port(address)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError:  # gRPC's way of saying the bind failed
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {address}")
-    service = Service(server, router, health, port, config, path, resources)
+        raise OSError(f"cannot listen on {address}: the address is in use or not available")
+    service = Service(server, router, health, fetcher, port, config, path, resources)
     await service.set_serving(False)
     await server.start()
     await service.warm_up()
@@ -110,11 +119,11 @@ async def start(config_path: str | Path, listen: str | None = None) -> Service:
 
 async def serve(config_path: str | Path, listen: str | None = None) -> None:
     """Serve until SIGTERM or SIGINT, then drain."""
-    service = await start(config_path, listen)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
+    service = await start(config_path, listen)
     await stopping.wait()
     log.info("draining", grace_s=service.config.server.grace_period_s)
     await service.stop()

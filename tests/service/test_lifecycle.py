@@ -1,0 +1,121 @@
+"""Start-up, readiness and graceful drain of the processor."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import orjson
+import pytest
+import yaml
+from builders import body, chat, image_part, text_part, user
+from extproc_client import Client, body_message, headers_message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from vsr_extproc.demo.stack import free_port
+from vsr_extproc.service import Service, start
+
+
+async def test_in_flight_streams_finish_during_drain(service: Service) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+        call = Client(channel).stub.Process()
+        await call.write(headers_message())
+        await call.read()
+        stopping = asyncio.create_task(service.stop(grace_s=5.0))
+        await asyncio.sleep(0.2)
+        await call.write(body_message(body(chat(user("find the bug")))))
+        answer = await call.read()
+        headers = {
+            h.header.key: h.header.raw_value.decode()
+            for h in answer.request_body.response.header_mutation.set_headers
+        }
+        assert headers["x-vsr-decision"] == "coding"
+        await stopping
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=2
+            )
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+
+
+async def test_health_turns_not_serving_before_the_server_stops(service: Service) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+        call = Client(channel).stub.Process()
+        await call.write(headers_message())
+        await call.read()
+        stopping = asyncio.create_task(service.stop(grace_s=5.0))
+        await asyncio.sleep(0.2)
+        assert (await service.health.Check(health_pb2.HealthCheckRequest(), None)).status == (
+            health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        await call.done_writing()
+        await stopping
+
+
+async def test_an_undecodable_image_is_still_decided(client: Client) -> None:
+    broken = "data:image/png;base64," + "iVBORw0KGgo" + "!!!!"
+    reply = await client.route(body(chat(user([text_part("what is this?"), image_part(broken)]))))
+    assert reply.set_headers()["x-vsr-selected-model"] == "vision"
+
+
+def test_sigterm_drains_and_exits_cleanly(config_path: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vsr_extproc.cli",
+            "serve",
+            "--config",
+            str(config_path),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--log-json",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = []
+        for line in process.stderr or ():
+            lines.append(line)
+            if '"serving"' in line:
+                break
+        os.kill(process.pid, signal.SIGTERM)
+        rest = process.communicate(timeout=20)[1]
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    events = [orjson.loads(line)["event"] for line in (*lines, *rest.splitlines()) if line]
+    assert events[-3:] == ["serving", "draining", "stopped"]
+
+
+async def test_two_processors_cannot_share_a_port(config_path: Path) -> None:
+    first = await start(config_path, "127.0.0.1:0")
+    try:
+        with pytest.raises(OSError, match="cannot listen|Failed to bind"):
+            await start(config_path, f"127.0.0.1:{first.port}")
+    finally:
+        await first.stop(0)
+
+
+async def test_remote_images_are_fetched_only_when_enabled(config_path: Path) -> None:
+    document = yaml.safe_load(config_path.read_text())
+    document["images"] = {"fetch": {"enabled": True, "allow_hosts": ["images.example.com"]}}
+    enabled = config_path.with_name("fetching.yaml")
+    enabled.write_text(yaml.safe_dump(document))
+    fetching = await start(enabled, "127.0.0.1:0")
+    closed = await start(config_path, "127.0.0.1:0")
+    try:
+        assert fetching.router.fetcher is not None
+        assert closed.router.fetcher is None
+    finally:
+        await fetching.stop(0)
+        await closed.stop(0)
