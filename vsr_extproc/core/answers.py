@@ -74,9 +74,7 @@ def confirm_answer(question: str, *, decision: str, stream: bool) -> Answer:
     return Answer(200, "application/json", orjson.dumps(completion))
 
 
-def _chunks(
-    identifier: str, created: int, text: str, decision: str
-) -> Iterator[dict[str, object]]:
+def _chunks(identifier: str, created: int, text: str, decision: str) -> Iterator[dict[str, object]]:
     base = {
         "id": identifier,
         "object": "chat.completion.chunk",

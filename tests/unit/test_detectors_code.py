@@ -1,0 +1,199 @@
+"""Is it code? Snippets of several languages score high, also after OCR; prose does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from vsr_extproc.detectors import code_score
+
+CODE = {
+    "python": """import json
+from pathlib import Path
+
+
+class Store:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def load(self, name: str) -> dict:
+        with open(self.root / name) as handle:
+            data = json.load(handle)
+        if not data:
+            return {}
+        return data
+""",
+    "javascript": """const express = require('express');
+const app = express();
+
+app.get('/users/:id', async (req, res) => {
+  const user = await db.find(req.params.id);
+  if (user === undefined) {
+    return res.status(404).send('not found');
+  }
+  console.log(`served ${user.id}`);
+  res.json(user);
+});
+""",
+    "go": """package main
+
+import (
+    "fmt"
+    "os"
+)
+
+func main() {
+    data, err := os.ReadFile("config.yaml")
+    if err != nil {
+        fmt.Println(err)
+        return
+    }
+    fmt.Printf("%d bytes\\n", len(data))
+}
+""",
+    "java": """public class Greeter {
+    private final String name;
+
+    public Greeter(String name) {
+        this.name = name;
+    }
+
+    public static void main(String[] args) {
+        Greeter g = new Greeter("world");
+        System.out.println("Hello " + g.name);
+    }
+}
+""",
+    "c": """#include <stdio.h>
+#include <stdlib.h>
+
+int main(void) {
+    int *values = malloc(10 * sizeof(int));
+    if (values == NULL) {
+        return 1;
+    }
+    for (int i = 0; i < 10; i++) {
+        values[i] = i * i;
+    }
+    printf("%d\\n", values[9]);
+    free(values);
+    return 0;
+}
+""",
+    "rust": """use std::collections::HashMap;
+
+fn main() {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for word in text.split_whitespace() {
+        *counts.entry(word.to_string()).or_insert(0) += 1;
+    }
+    println!("{:?}", counts);
+}
+""",
+    "sql": """SELECT u.id, u.email, COUNT(o.id) AS orders
+FROM users u
+LEFT JOIN orders o ON o.user_id = u.id
+WHERE u.created_at > '2024-01-01'
+GROUP BY u.id, u.email
+ORDER BY orders DESC;
+""",
+}
+
+
+@pytest.mark.parametrize(("language", "snippet"), CODE.items(), ids=CODE.keys())
+def test_snippets_score_high_and_name_their_language(language: str, snippet: str) -> None:
+    result = code_score(snippet)
+    assert result.score >= 0.7, result
+    assert result.language == language
+    assert result.lines == len([line for line in snippet.splitlines() if line.strip()])
+
+
+def ocr(snippet: str) -> str:
+    """What OCR of a screenshot does: indentation lost, spaces around punctuation, some
+    long lines broken and some short ones merged, quotes curled."""
+    lines = [line.strip() for line in snippet.splitlines() if line.strip()]
+    noisy: list[str] = []
+    for index, line in enumerate(lines):
+        line = line.replace("(", " (").replace(":", " :").replace('"', "\u201d")
+        if len(line) > 40 and index % 2:
+            noisy += [line[:25], line[25:]]
+        elif noisy and index % 5 == 0:
+            noisy[-1] += " " + line
+        else:
+            noisy.append(line)
+    return "\n".join(noisy)
+
+
+@pytest.mark.parametrize(("language", "snippet"), CODE.items(), ids=CODE.keys())
+def test_snippets_still_read_as_code_after_ocr(language: str, snippet: str) -> None:
+    assert code_score(ocr(snippet)).score >= 0.5, ocr(snippet)
+
+
+def test_code_inside_a_question_is_still_code() -> None:
+    text = "Why does this fail?\n" + CODE["python"] + "\nIt raises KeyError."
+    assert code_score(text).score >= 0.5
+
+
+NOT_CODE = {
+    "prose": """The quick brown fox jumps over the lazy dog. It was a sunny day, and everyone
+was happy to be outside in the park. We walked for hours and talked about our plans for
+the summer, which included a trip to the mountains (weather permitting) and a visit to
+grandmother; she had not seen the children since Easter.""",
+    "recipe": """Chocolate chip cookies
+Ingredients:
+- 2 cups (250 g) all-purpose flour
+- 1 tsp baking soda
+- 1/2 tsp salt
+- 1 cup butter, softened
+- 3/4 cup sugar = about 150 g
+Instructions:
+1. Preheat the oven to 375°F (190°C).
+2. Mix flour, baking soda and salt in a bowl.
+3. Beat butter and sugars until creamy; add eggs.
+4. Bake for 9 to 11 minutes or until golden brown.""",
+    "poetry": """Shall I compare thee to a summer's day?
+Thou art more lovely and more temperate:
+Rough winds do shake the darling buds of May,
+And summer's lease hath all too short a date;
+Sometime too hot the eye of heaven shines,
+And often is his gold complexion dimm'd;
+And every fair from fair sometime declines,
+By chance or nature's changing course untrimm'd""",
+    "free-verse": """return
+to the sea
+where the gulls
+for a while
+if only
+we could stay""",
+    "email": """Hi Tom,
+
+thanks for the update (see the attached file). If the build fails again, let me know;
+I'll look at it tomorrow morning. Return the keys to the office when you leave.
+
+Best regards,
+Anna""",
+    "meeting-notes": """Agenda for Monday:
+- Budget review (Q3 numbers)
+- Hiring: two engineers, one designer
+- Offsite: dates TBD
+Action items: Sam to send the deck, Priya to book rooms.""",
+    "markdown-headings": "# Notes\n## Attendees\n- Anna\n- Tom\n## Decisions\n- Ship Friday",
+    "hashtags": "#blessed #summer\nLoving the beach today!\n#nofilter",
+    "form-fields": "Name: John Smith\nAge: 42\nCity: Berlin\nOccupation: teacher",
+}
+
+
+@pytest.mark.parametrize("text", NOT_CODE.values(), ids=NOT_CODE.keys())
+def test_prose_recipes_and_poetry_score_low(text: str) -> None:
+    result = code_score(text)
+    assert result.score < 0.3, result
+    assert result.language is None
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n  "])
+def test_empty_text(text: str) -> None:
+    assert code_score(text) == code_score("") == type(code_score(""))(0.0, None, 0)
+
+
+def test_language_is_left_open_when_the_markers_disagree() -> None:
+    mixed = "x := 1\nconst y = 2;\nprint(x)\n"
+    assert code_score(mixed).language is None

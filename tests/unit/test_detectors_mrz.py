@@ -1,0 +1,251 @@
+"""Machine-readable zones in OCR text: real ones verify, corrupted ones do not, OCR noise
+is repaired."""
+
+from __future__ import annotations
+
+import pytest
+
+from vsr_extproc.detectors import FindingType, MrzMatch, find_mrz, find_pii
+
+VALUES = {c: i for i, c in enumerate("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")} | {"<": 0}
+
+
+def check(field: str) -> str:
+    """The ICAO 9303 check digit, computed independently of the code under test."""
+    return str(sum(VALUES[c] * (7, 3, 1)[i % 3] for i, c in enumerate(field)) % 10)
+
+
+def td3(
+    number: str = "L898902C3",
+    birth: str = "740812",
+    expiry: str = "120415",
+    personal: str = "ZE184226B",
+    country: str = "UTO",
+) -> list[str]:
+    first = f"P<{country}ERIKSSON<<ANNA<MARIA".ljust(44, "<")
+    optional = personal.ljust(14, "<")
+    second = number + check(number) + country + birth + check(birth) + "F"
+    second += expiry + check(expiry) + optional + check(optional)
+    second += check(second[0:10] + second[13:20] + second[21:43])
+    return [first, second]
+
+
+def td1(number: str = "D23145890", birth: str = "740812", expiry: str = "120415") -> list[str]:
+    first = f"I<UTO{number}{check(number)}".ljust(30, "<")
+    second = f"{birth}{check(birth)}F{expiry}{check(expiry)}UTO".ljust(29, "<")
+    second += check(first[5:30] + second[0:7] + second[8:15] + second[18:29])
+    return [first, second, "ERIKSSON<<ANNA<MARIA".ljust(30, "<")]
+
+
+def td2(number: str = "D23145890", birth: str = "740812", expiry: str = "120415") -> list[str]:
+    first = "I<UTOERIKSSON<<ANNA<MARIA".ljust(36, "<")
+    second = f"{number}{check(number)}UTO{birth}{check(birth)}F{expiry}{check(expiry)}"
+    second = second.ljust(35, "<")
+    second += check(second[0:10] + second[13:20] + second[21:35])
+    return [first, second]
+
+
+def replace_at(line: str, index: int, char: str) -> str:
+    return line[:index] + char + line[index + 1 :]
+
+
+def corrupt_digit(line: str, index: int) -> str:
+    return replace_at(line, index, str((int(line[index]) + 1) % 10))
+
+
+def only(text: str) -> MrzMatch:
+    matches = find_mrz(text)
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+def test_the_icao_specimen_passport_verifies() -> None:
+    lines = [
+        "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+        "L898902C36UTO7408122F1204159ZE184226B<<<<<10",
+    ]
+    assert td3() == lines  # the helper builds what ICAO 9303 prints
+    match = only("\n".join(lines))
+    assert (match.format, match.document_type, match.issuing_country) == ("td3", "P", "UTO")
+    assert match.valid
+    assert match.confidence == 1.0
+
+
+@pytest.mark.parametrize(
+    ("lines", "layout", "document_type"),
+    [(td3(), "td3", "P"), (td1(), "td1", "I"), (td2(), "td2", "I")],
+    ids=["td3", "td1", "td2"],
+)
+def test_each_layout_is_found_among_other_ocr_lines(
+    lines: list[str], layout: str, document_type: str
+) -> None:
+    text = "\n".join(["UTOPIA", "PASSPORT / PASSEPORT", "Surname ERIKSSON", *lines, "Signature"])
+    match = only(text)
+    assert (match.format, match.document_type, match.valid) == (layout, document_type, True)
+    assert all(match.checks.values())
+    assert text[match.start : match.end] == "\n".join(lines)
+    [finding] = find_pii(text, [FindingType.MRZ])
+    assert (finding.start, finding.end, finding.confidence, finding.detail) == (
+        match.start,
+        match.end,
+        1.0,
+        layout,
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "index", "failing"),
+    [
+        (1, 9, {"document_number", "composite"}),
+        (1, 19, {"birth_date", "composite"}),
+        (1, 27, {"expiry_date", "composite"}),
+        (1, 42, {"optional_data", "composite"}),
+    ],
+    ids=["document-number", "birth-date", "expiry-date", "optional-data"],
+)
+def test_td3_with_a_corrupted_check_digit_is_invalid(
+    line: int, index: int, failing: set[str]
+) -> None:
+    lines = td3()
+    lines[line] = corrupt_digit(lines[line], index)
+    match = only("\n".join(lines))
+    assert not match.valid
+    assert {name for name, passed in match.checks.items() if not passed} == failing
+    assert 0 < match.confidence < 0.6
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "index"),
+    [(td1(), 0, 14), (td1(), 1, 6), (td2(), 1, 9), (td2(), 1, 27)],
+    ids=["td1-number", "td1-birth", "td2-number", "td2-expiry"],
+)
+def test_td1_and_td2_with_a_corrupted_check_digit_are_invalid(
+    lines: list[str], line: int, index: int
+) -> None:
+    lines[line] = corrupt_digit(lines[line], index)
+    assert not only("\n".join(lines)).valid
+
+
+def test_only_the_composite_failing_gives_confidence_point_six() -> None:
+    lines = td3()
+    lines[1] = corrupt_digit(lines[1], 43)
+    match = only("\n".join(lines))
+    assert match.checks == {
+        "document_number": True,
+        "birth_date": True,
+        "expiry_date": True,
+        "optional_data": True,
+        "composite": False,
+    }
+    assert match.confidence == 0.6
+    assert [f.confidence for f in find_pii("\n".join(lines), [FindingType.MRZ])] == [0.6]
+
+
+def test_mrz_where_most_checks_fail_is_not_reported() -> None:
+    lines = td3()
+    for index in (9, 19, 27, 43):
+        lines[1] = corrupt_digit(lines[1], index)
+    assert not only("\n".join(lines)).valid
+    assert find_pii("\n".join(lines), [FindingType.MRZ]) == []
+
+
+# --- OCR noise ----------------------------------------------------------------------------------
+
+
+def o_for_zero_in_dates(lines: list[str]) -> list[str]:
+    second = lines[1][:13] + lines[1][13:28].replace("0", "O") + lines[1][28:]
+    return [lines[0], second]
+
+
+NOISY = {
+    "O-for-0-in-dates-and-check-digits": o_for_zero_in_dates(td3(birth="800101", expiry="300101")),
+    "S-for-5-and-B-for-8-in-dates": [
+        td3(birth="851208")[0],
+        replace_at(replace_at(td3(birth="851208")[1], 14, "S"), 13, "B"),
+    ],
+    "letters-in-country-read-as-digits": [
+        td3(country="GBR")[0].replace("GBR", "6BR"),
+        td3(country="GBR")[1].replace("GBR", "G8R"),
+    ],
+    "spaces-inside-lines": [
+        "P<UTO ERIKSSON<<ANNA<MARIA <<<<<<<<< <<<<<<<<<<",
+        "L898902C3 6UTO 7408122 F1204159 ZE184226B<<<<< 10",
+    ],
+    "fillers-read-as-K-and-(": [
+        "P<UTOERIKSSON<<ANNA<MARIA<<<K<<<<<(<<<<<<<KK<",
+        "L898902C36UTO7408122F1204159ZE184226B<<K<<10",
+    ],
+    "guillemets-for-double-fillers": [
+        "P<UTOERIKSSON«ANNA<MARIA««««««««««<",
+        "L898902C36UTO7408122F1204159ZE184226B«<<<10",
+    ],
+    "a-line-split-over-two-ocr-lines": [
+        "P<UTOERIKSSON<<ANNA<MARIA",
+        "<<<<<<<<<<<<<<<<<<<",
+        "L898902C36UTO7408122F12",
+        "04159ZE184226B<<<<<10",
+    ],
+    "both-lines-joined": ["".join(td3())],
+    "filler-run-one-short": [td3()[0][:-1], td3()[1].replace("<<<<<", "<<<<")],
+    "filler-run-one-long": [td3()[0] + "<", td3()[1].replace("<<<<<", "<<<<<<")],
+    "zero-read-as-O-in-document-number": [td3()[0], td3()[1].replace("L898902C3", "L8989O2C3")],
+    "lower-case": [line.lower() for line in td3()],
+}
+
+
+@pytest.mark.parametrize("lines", NOISY.values(), ids=NOISY.keys())
+def test_ocr_noise_is_repaired_before_verifying(lines: list[str]) -> None:
+    text = "\n".join(
+        ["REPUBLIC OF UTOPIA", "Passport No. L898902C3", *lines, "", "Holder's signature"]
+    )
+    match = only(text)
+    assert match.valid, match.checks
+    assert match.format == "td3"
+    assert text[match.start : match.end] == "\n".join(lines)
+
+
+def test_blank_lines_between_mrz_lines_are_tolerated() -> None:
+    assert only("\n\n".join(td1())).valid
+
+
+def test_two_documents_in_one_text() -> None:
+    text = "\n".join([*td3(), "second page", *td1()])
+    assert [match.format for match in find_mrz(text)] == ["td3", "td1"]
+
+
+def test_td1_document_number_longer_than_nine_characters() -> None:
+    number = "D23145890123"
+    first = f"I<UTO{number[:9]}<{number[9:]}{check(number)}".ljust(30, "<")
+    second = "7408122F1204159UTO".ljust(29, "<")
+    second += check(first[5:30] + second[0:7] + second[8:15] + second[18:29])
+    match = only("\n".join([first, second, "ERIKSSON<<ANNA<MARIA".ljust(30, "<")]))
+    assert match.valid
+    assert match.fields()["document_number"] == number
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Just a paragraph of text, nothing to see here.",
+        "<div class='a'><span>x</span></div>\n<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<<",
+        "if (a << 2 < b) { c <<= 1; }",
+        "X<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO7408122F1204159ZE184226B<<<<<10",
+        "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO74AB122F1204159ZE184226B<<<<<10",
+    ],
+    ids=["prose", "html-and-fillers", "shift-operators", "wrong-document-code", "letters-in-date"],
+)
+def test_non_mrz_text(text: str) -> None:
+    assert find_mrz(text) == []
+
+
+def test_match_exposes_no_personal_data_unless_asked() -> None:
+    match = only("\n".join(td3()))
+    shown = repr(match)
+    for secret in ("ERIKSSON", "ANNA", "L898902C3", "740812", "ZE184226B"):
+        assert secret not in shown
+    fields = match.fields()
+    assert fields["surname"] == "ERIKSSON"
+    assert fields["given_names"] == "ANNA MARIA"
+    assert fields["document_number"] == "L898902C3"
+    assert fields["birth_date"] == "740812"
+    assert fields["sex"] == "F"

@@ -1,0 +1,176 @@
+"""Credentials in prompts: tokens of each kind, assignments, and look-alikes that stay."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from vsr_extproc.detectors import FindingType, find_pii, find_secrets
+
+
+def b64url(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+
+JWT = (
+    b64url({"alg": "HS256", "typ": "JWT"})
+    + "."
+    + b64url({"sub": "1234567890", "name": "John Doe", "iat": 1516239022})
+    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PRIVATE_KEY = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEpAIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HECdnH\n"
+    "lWu2/a1gB9JW5TBQ+AVpum9Okx7KfqkfBKL9mcHgSL0yWMdjMfNOqNtrQqKlN4kE\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+OPENSSH_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+
+
+def secrets_in(text: str) -> list[tuple[str, str]]:
+    """(detail, value) of each secret found."""
+    return [(f.detail, text[f.start : f.end]) for f in find_secrets(text)]
+
+
+TOKENS = [
+    ("aws_access_key", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws_access_key", "ASIAY34FZKBOKMUTVV7A"),
+    ("github_token", "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5"),
+    ("github_token", "gho_" + "16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github_token", "ghs_" + "16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github_token", "github_pat_11ABCDEFG0123456789abc_" + "x" * 59),
+    ("gitlab_token", "glpat-xYz12AbC34dEf56GhI78"),
+    ("slack_token", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("slack_token", "xoxp-123456789012-123456789012-123456789012-abcdef0123456789abcdef0123456789"),
+    ("google_api_key", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI"),
+    ("stripe_key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("stripe_key", "rk_live_51H8bUqF2eZvKYlo2C0aBcDeF"),
+    ("jwt", JWT),
+    ("private_key", PRIVATE_KEY),
+    ("private_key", OPENSSH_KEY),
+]
+
+
+@pytest.mark.parametrize(
+    ("detail", "token"), TOKENS, ids=[f"{d}-{i}" for i, (d, _) in enumerate(TOKENS)]
+)
+def test_tokens_of_each_kind(detail: str, token: str) -> None:
+    text = f"here is my credential:\n{token}\nplease keep it safe"
+    findings = find_secrets(text)
+    assert [(f.detail, text[f.start : f.end]) for f in findings] == [(detail, token)]
+    assert findings[0].confidence >= 0.9
+    assert token not in findings[0].detail
+
+
+def test_private_key_cut_off_before_its_end_line_is_still_a_secret() -> None:
+    truncated = PRIVATE_KEY.rsplit("\n", 1)[0]
+    text = f"{truncated}\n\nwhat is this file?"
+    [finding] = find_secrets(text)
+    assert text[finding.start : finding.end] == truncated
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('password = "hunter2abc"', [("password", "hunter2abc")]),
+        ("DB_PASSWORD=S3cr3t!pw", [("password", "S3cr3t!pw")]),
+        ("passwd: Tr0ub4dor&3", [("password", "Tr0ub4dor&3")]),
+        ('{"user": "bob", "password": "pa55word!"}', [("password", "pa55word!")]),
+        ("spring.datasource.password=Xy7_abc99", [("password", "Xy7_abc99")]),
+        ("api_key=0123456789abcdef0123", [("api_key", "0123456789abcdef0123")]),
+        ("export OPENAI_API_KEY='sk-proj-abc123def456'", [("api_key", "sk-proj-abc123def456")]),
+        ('client_secret: "8f7d6e5c4b3a2918"', [("secret", "8f7d6e5c4b3a2918")]),
+        ("access_token := 'ya29.a0AfH6SMB'", [("token", "ya29.a0AfH6SMB")]),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            [("aws_secret_key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")],
+        ),
+        ("postgres://admin:s3cretPass@db.internal/app", [("url_password", "s3cretPass")]),
+        (
+            "Authorization: Bearer abcDEF123456ghiJKL789012",
+            [("bearer_token", "abcDEF123456ghiJKL789012")],
+        ),
+        (f"token = {JWT}", [("jwt", JWT)]),
+    ],
+)
+def test_assignments_report_the_value(text: str, expected: list[tuple[str, str]]) -> None:
+    assert secrets_in(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AKIA is the prefix AWS uses for access key ids.",
+        "AKIAIOSFODNN7EXAMPL is one character short",
+        "ghp_ tokens are 40 characters long",
+        "the header eyJhbGciOi... starts every JWT",
+        b64url({"foo": "bar"}) + "." + b64url({"sub": "1"}) + ".c2lnbmF0dXJl",
+        "eyJub3QganNvbiBhdCBhbGw." + b64url({"sub": "1"}) + ".c2lnbmF0dXJl",
+        "xoxb-not-a-token",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----",
+        'password = "abc"',
+        'password = "<password>"',
+        'password = "********"',
+        "password: changeme",
+        'password = "${DB_PASSWORD}"',
+        'password = "your_password"',
+        'PASSWORD = os.environ["DB_PASSWORD"]',
+        "password = settings.DB_PASSWORD",
+        "password = get_password()",
+        "password = new_password",
+        'if password == "hunter2abc":',
+        '"password": "string"',
+        'label = "Enter your password"; password_label: "Your password"',
+        "Password: required",
+        "I forgot my password: can you help me reset it?",
+        "The secret: happiness is a choice.",
+        "He took the pass: the mountain road was closed.",
+        "The compass=north setting and bypass=enabled flag",
+        "max_tokens = 4096",
+        "the bearer of bad news",
+    ],
+)
+def test_lookalikes_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_secrets_are_part_of_find_pii() -> None:
+    text = "key AKIAIOSFODNN7EXAMPLE and mail me at ops@example.com"
+    assert [f.type for f in find_pii(text)] == [FindingType.SECRET, FindingType.EMAIL]
+    assert [f.type for f in find_pii(text, [FindingType.SECRET])] == [FindingType.SECRET]
+
+
+def test_email_inside_a_password_value_is_one_secret() -> None:
+    text = 'password = "bob@example.com!9"'
+    assert [(f.type, f.detail) for f in find_pii(text)] == [(FindingType.SECRET, "password")]
+
+
+def test_token_in_a_url_is_a_secret_not_an_email() -> None:
+    token = "ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5"
+    text = f"git clone https://user:{token}@github.com/org/repo.git"
+    assert [(f.type, text[f.start : f.end]) for f in find_pii(text)] == [
+        (FindingType.SECRET, token)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What does -----BEGIN RSA PRIVATE KEY----- at the top of a file mean?",
+        "A key looks like -----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----.",
+    ],
+)
+def test_private_key_markers_without_a_body_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_deeply_nested_jwt_payload_does_not_break_detection() -> None:
+    payload = base64.urlsafe_b64encode(b"[" * 50_000).rstrip(b"=").decode()
+    text = b64url({"alg": "none"}) + "." + payload + ".sig"
+    assert [f.detail for f in find_secrets(text)] == ["jwt"]

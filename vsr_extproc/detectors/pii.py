@@ -1,0 +1,734 @@
+"""Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, IP addresses,
+dates of birth and passport numbers, plus the MRZ and secret detectors of this package.
+
+Every detector is a pure function from text to ``Finding``s. Numbers that carry a checksum
+(cards: Luhn, IBANs: mod 97, MRZ: ICAO 9303) are only reported when it holds; values without
+one (dates of birth, passport numbers, bare 9-digit SSNs) are only reported next to words that
+say what they are. ``find_pii`` runs the requested detectors and settles overlaps with
+``resolve_overlaps``, so a card number is never also reported as a phone number.
+
+All patterns are compiled at import, have no ambiguous nested repetition (so no
+catastrophic backtracking), and start with a literal or a digit or are gated by a substring
+test, so a long prompt costs a few C-speed scans. The phone matcher, the one slow part,
+only sees short windows around free-standing digit runs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+from collections.abc import Callable, Collection, Iterator, Sequence
+
+import phonenumbers
+
+from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
+from vsr_extproc.detectors.mrz import mrz_findings
+from vsr_extproc.detectors.secrets import find_secrets
+
+DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IN")
+
+
+def _context_before(pattern: re.Pattern[str], text: str, start: int, window: int) -> bool:
+    return pattern.search(text, max(0, start - window), start) is not None
+
+
+# Words that name a number as something else: "EAN 4006381333931", "order #2256269017".
+_IDENTIFIER_WORDS = r"ean|isbn(?:-1[03])?|gtin|upc|imei|tracking|order|invoice|sku|serial"
+_LABEL_TAIL = r"(?:\s*(?:no\.?|nr\.?|num(?:ber)?\.?|code|id))?\s*[#:]?\s*\Z"
+_IDENTIFIER_BEFORE = re.compile(rf"(?i)\b(?:{_IDENTIFIER_WORDS}){_LABEL_TAIL}|#\Z")
+_REFERENCE_BEFORE = re.compile(
+    rf"(?i)\b(?:{_IDENTIFIER_WORDS}|part|model|ticket|case|ref|reference|transaction|account"
+    rf"|customer|member|policy|patient|booking|confirmation){_LABEL_TAIL}|#\Z"
+)
+_LABEL_WINDOW = 32
+
+
+def _labelled(pattern: re.Pattern[str], text: str, start: int) -> bool:
+    """Whether the words right before ``start`` say the number is an identifier."""
+    return pattern.search(text, max(0, start - _LABEL_WINDOW), start) is not None
+
+
+# --- email ------------------------------------------------------------------------------
+
+# Dot-separated atoms on both sides, so "a..b@x.com" and "x@y.com." (trailing dot) never
+# match, and no two quantifiers compete for the same characters.
+_EMAIL = re.compile(
+    r"(?<![\w.%+\-])"
+    r"[A-Za-z0-9_%+\-]+(?:\.[A-Za-z0-9_%+\-]+)*"
+    r"@"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+"
+    r"(?:[A-Za-z]{2,24}|xn--[A-Za-z0-9\-]{2,59})"
+    r"(?![\w\-]|\.[A-Za-z0-9])"
+)
+
+
+# RFC 5321 limits: 64 characters before the "@", 255 after. Scanning only around each
+# "@" is what keeps email detection cheap on long prompts.
+_EMAIL_BEFORE_AT = 64
+_EMAIL_AFTER_AT = 260
+
+
+def find_emails(text: str) -> list[Finding]:
+    """Email addresses with a plausible domain and top-level domain."""
+    found: list[Finding] = []
+    at = text.find("@")
+    while at != -1:
+        next_from = at + 1
+        window = (max(0, at - _EMAIL_BEFORE_AT), at + _EMAIL_AFTER_AT)
+        for match in _EMAIL.finditer(text, *window):
+            if match.start() < at < match.end():
+                found.append(Finding(FindingType.EMAIL, match.start(), match.end(), 0.95))
+                next_from = match.end()
+                break
+        at = text.find("@", next_from)
+    return found
+
+
+# --- phone ------------------------------------------------------------------------------
+
+# Digit runs that could hold a phone number; only these windows go to phonenumbers, whose
+# matcher costs tens of microseconds per call and region.
+_PHONE_RUN = re.compile(r"\d[\d \t().\-/x]*\d")
+_PHONE_MARGIN = 2  # room for a leading "+" or "(" and the letter test at each end
+# "+44 (0)20 ..." writes the national trunk prefix inside an international number, which
+# phonenumbers reads as a second number; the matcher sees the window without it.
+_TRUNK_IN_INTERNATIONAL = re.compile(r"(?<=\+\d)\d{0,2}(\s?\(0\))")
+_DIGIT = re.compile(r"\d")
+_PHONE_CONTEXT = re.compile(
+    r"(?i)\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text me|reach me|"
+    r"contact|dial|ring|hotline|telefon|handy|mobil|rufnummer|tél|téléphone|portable|"
+    r"appel(?:ez|er)?)\b"
+)
+# Strings that phonenumbers may accept in some region but that read as something else.
+# Used with ``match``: a date may be followed by a time ("2021-02-19 18:30").
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])"
+_NOT_A_PHONE = re.compile(
+    rf"(?:\d{{4}}-(?:0?[1-9]|1[0-2])-{_DAY}|{_DAY}([./\-]){_DAY}\1(?:\d{{4}}|\d\d))"
+    r"(?!\d|[./\-]\d)"  # a date
+    r"|\d{3}([- ])\d{2}\2\d{4}\Z"  # an SSN
+    r"|\d{1,3}(?:\.\d{1,3}){2,}\Z"  # an IP address or a version
+    r"|\d+[.,]\d+\Z"  # a decimal number
+)
+_NUMBER_PUNCTUATION = frozenset(".,:/-")
+# Formats that read as a phone number even when the number is not assigned (what people
+# and test generators write): international, NANP with separators, national trunk prefix.
+_PHONE_SHAPE = re.compile(
+    r"\+\s?\d"
+    r"|00\d"
+    r"|\(?\d{3}\)?[ .\-]?\d{3}[ .\-]\d{4}"
+    r"|\(?0\d{1,5}\)?[ /.\-]?\d{3}"
+)
+
+
+def _digit_count(text: str) -> int:
+    return len(_DIGIT.findall(text))
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is not part of a longer token: a tracking code
+    "1Z999AA10123456784", a UUID, a decimal "53.398037", a time "18:30:05.487492"."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+        return False
+    if before in _NUMBER_PUNCTUATION and start > 1 and text[start - 2].isdigit():
+        return False
+    return not (after in _NUMBER_PUNCTUATION and text[end + 1 : end + 2].isdigit())
+
+
+def _reads_as_another_number(raw: str) -> bool:
+    return _NOT_A_PHONE.match(raw) is not None
+
+
+def _phone_runs(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of free-standing digit runs (with phone punctuation) of 7 to 20 digits."""
+    for match in _PHONE_RUN.finditer(text):
+        if 7 <= _digit_count(match.group()) <= 20 and _stands_alone(text, *match.span()):
+            yield match.span()
+
+
+def _without_trunk_prefix(window: str, offset: int) -> tuple[str, Callable[[int], int]]:
+    """``window`` without "(0)" trunk prefixes after a country code, and a function from
+    offsets in the result to offsets in the whole text."""
+    removed: list[tuple[int, int]] = []  # (offset in the result, characters removed there)
+    pieces: list[str] = []
+    position = 0
+    for match in _TRUNK_IN_INTERNATIONAL.finditer(window):
+        pieces.append(window[position : match.start(1)])
+        removed.append((sum(map(len, pieces)), len(match.group(1))))
+        position = match.end(1)
+    pieces.append(window[position:])
+
+    def to_text(index: int) -> int:
+        return offset + index + sum(size for at, size in removed if at < index)
+
+    return "".join(pieces), to_text
+
+
+def _covers(findings: Sequence[Finding], start: int, end: int) -> bool:
+    return any(finding.start <= start and end <= finding.end for finding in findings)
+
+
+def _phones_around(text: str, run: tuple[int, int], regions: Sequence[str]) -> list[Finding]:
+    """Phone numbers in a window around one digit run: numbers valid in the first region
+    that explains the whole run, else well-formed numbers with a phone's layout."""
+    run_start, run_end = run
+    window, to_text = _without_trunk_prefix(
+        text[max(0, run_start - _PHONE_MARGIN) : run_end + _PHONE_MARGIN],
+        max(0, run_start - _PHONE_MARGIN),
+    )
+    # an international number reads the same in every region
+    if "+" in text[max(0, run_start - 2) : run_start]:
+        regions = regions[:1]
+    valid: list[Finding] = []
+    for region in regions:
+        for match in phonenumbers.PhoneNumberMatcher(window, region, phonenumbers.Leniency.VALID):
+            bounds = (to_text(match.start), to_text(match.end))
+            if _reads_as_another_number(match.raw_string) or not _stands_alone(text, *bounds):
+                continue
+            confidence = 0.95 if match.raw_string.startswith("+") else 0.85
+            valid.append(Finding(FindingType.PHONE, *bounds, confidence))
+        if _covers(valid, run_start, run_end):
+            return valid
+    possible: list[Finding] = []
+    for region in regions:
+        matcher = phonenumbers.PhoneNumberMatcher(window, region, phonenumbers.Leniency.POSSIBLE)
+        for match in matcher:
+            span = Finding(FindingType.PHONE, to_text(match.start), to_text(match.end), 0.5)
+            raw = match.raw_string
+            if any(span.overlaps(other) for other in valid) or _reads_as_another_number(raw):
+                continue
+            if not _stands_alone(text, span.start, span.end):
+                continue
+            in_context = _context_before(_PHONE_CONTEXT, text, span.start, 40)
+            if _PHONE_SHAPE.match(raw):
+                possible.append(_with_confidence(span, 0.6) if in_context else span)
+            elif in_context:
+                possible.append(span)
+        if _covers(valid + possible, run_start, run_end):
+            break
+    return valid + possible
+
+
+def find_phones(
+    text: str,
+    regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
+    *,
+    explained: Sequence[tuple[int, int]] = (),
+) -> list[Finding]:
+    """Phone numbers that phonenumbers validates in one of ``regions``, or in international
+    format anywhere.
+
+    Numbers that are well formed but not assigned (``+1-692-581-4466``, ``+44 7700 900123``)
+    are still reported, with confidence 0.5 (0.6 next to a word like "phone"), when their
+    layout is unmistakably a phone number's; callers that only want assigned numbers
+    filter on confidence >= 0.8. Digit runs inside an ``explained`` span (a card number
+    found already) are skipped.
+    """
+    found: list[Finding] = []
+    for run in _phone_runs(text):
+        if _reads_as_another_number(text[run[0] : run[1]]):
+            continue
+        if _labelled(_REFERENCE_BEFORE, text, run[0]):
+            continue
+        if not any(start <= run[0] and run[1] <= end for start, end in explained):
+            found.extend(_phones_around(text, run, regions))
+    return resolve_overlaps(found)
+
+
+def _with_confidence(finding: Finding, confidence: float) -> Finding:
+    return Finding(finding.type, finding.start, finding.end, confidence, finding.detail)
+
+
+# --- payment card -----------------------------------------------------------------------
+
+# 12 to 19 digits, optionally in groups separated by single spaces or dashes.
+_CARD = re.compile(r"\d(?<![\w.,+\-]\d)(?:[ \-]?\d){11,18}(?!\w|[.,\-]\d)")
+_CARD_SEPARATOR = re.compile(r"[ \-]")
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn (mod 10) checksum used by payment card numbers."""
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _card_issuer(digits: str) -> tuple[str, range] | None:
+    """The card network by issuer identification number, and the lengths it issues."""
+    two, three, four, six = (int(digits[:n]) for n in (2, 3, 4, 6))
+    if digits[0] == "4":
+        return "visa", range(13, 20, 3)
+    if two in (34, 37):
+        return "amex", range(15, 16)
+    if 51 <= two <= 55 or 2221 <= four <= 2720:
+        return "mastercard", range(16, 17)
+    if 622126 <= six <= 622925:
+        return "unionpay", range(16, 20)
+    if four == 6011 or two == 65 or 644 <= three <= 649:
+        return "discover", range(16, 20)
+    if 3528 <= four <= 3589:
+        return "jcb", range(16, 20)
+    if four in (1800, 2131):
+        return "jcb", range(15, 16)
+    if 300 <= three <= 305 or four == 3095 or two in (36, 38, 39):
+        return "diners", range(14, 20)
+    if two == 62:
+        return "unionpay", range(16, 20)
+    if two == 50 or 56 <= two <= 58 or two == 67 or three == 639 or four == 6304:
+        return "maestro", range(12, 20)
+    return None
+
+
+def _card_grouping_plausible(candidate: str) -> bool:
+    """Separators, if any, are all the same and split the number like a printed card."""
+    separators = set(_CARD_SEPARATOR.findall(candidate))
+    if not separators:
+        return True
+    if len(separators) > 1:
+        return False
+    groups = [len(group) for group in _CARD_SEPARATOR.split(candidate)]
+    if groups[0] != 4:
+        return False
+    return all(size in (4, 6) for size in groups[1:-1]) and 1 <= groups[-1] <= 6
+
+
+def find_cards(text: str) -> list[Finding]:
+    """Payment card numbers that pass Luhn; ``detail`` is the network or "unknown"."""
+    found: list[Finding] = []
+    for match in _CARD.finditer(text):
+        candidate = match.group()
+        digits = _CARD_SEPARATOR.sub("", candidate)
+        if len(set(digits)) == 1 or not _card_grouping_plausible(candidate):
+            continue
+        if not luhn_valid(digits) or _labelled(_IDENTIFIER_BEFORE, text, match.start()):
+            continue
+        issuer = _card_issuer(digits)
+        if issuer is not None and len(digits) in issuer[1]:
+            # 12-digit Maestro and 13-digit Visa numbers are rare now; EAN-13 codes are not
+            confidence = 0.7 if len(digits) <= 13 else 0.95
+            found.append(Finding(FindingType.CARD, *match.span(), confidence, issuer[0]))
+        elif len(digits) >= 13:
+            found.append(Finding(FindingType.CARD, *match.span(), 0.5, "unknown"))
+    return found
+
+
+# --- IBAN -------------------------------------------------------------------------------
+
+# Total IBAN length by country (SWIFT IBAN registry).
+IBAN_LENGTHS: dict[str, int] = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22,
+    "BH": 22, "BI": 27, "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24,
+    "DE": 22, "DJ": 27, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+    "FK": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27,
+    "GT": 28, "HN": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IQ": 23, "IS": 26,
+    "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MN": 20,
+    "MR": 27, "MT": 31, "MU": 30, "NI": 28, "NL": 18, "NO": 15, "OM": 23, "PK": 24,
+    "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24,
+    "SC": 31, "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "SO": 23, "ST": 25,
+    "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+    "YE": 30,
+}  # fmt: skip
+
+_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
+_ALPHANUMERIC = re.compile(r"[A-Za-z0-9]")
+
+
+def iban_valid(iban: str) -> bool:
+    """ISO 13616: the rearranged number, letters as 10..35, is 1 modulo 97."""
+    rearranged = iban[4:] + iban[:4]
+    remainder = 0
+    for char in rearranged:
+        value = int(char, 36)
+        remainder = (remainder * (100 if value > 9 else 10) + value) % 97
+    return remainder == 1
+
+
+def _iban_end(text: str, start: int, stop: int, length: int) -> int | None:
+    """Where the IBAN that starts at ``start`` ends after ``length`` characters, if the text
+    holds that many before ``stop`` and the next character does not continue it."""
+    seen = 0
+    for index in range(start, stop):
+        if text[index] != " ":
+            seen += 1
+            if seen == length:
+                end = index + 1
+                if end < len(text) and _ALPHANUMERIC.match(text[end]):
+                    return None
+                return end
+    return None
+
+
+def find_ibans(text: str) -> list[Finding]:
+    """IBANs of a known country with its exact length and a valid mod-97 checksum."""
+    found: list[Finding] = []
+    position = 0
+    while (match := _IBAN.search(text, position)) is not None:
+        # a failed candidate may hide a real IBAN inside it: retry one character later
+        position = match.start() + 1
+        start = match.start()
+        country = match.group()[:2]
+        length = IBAN_LENGTHS.get(country)
+        if length is None or (start and _ALPHANUMERIC.match(text[start - 1])):
+            continue
+        end = _iban_end(text, start, match.end(), length)
+        if end is not None and iban_valid(text[start:end].replace(" ", "")):
+            found.append(Finding(FindingType.IBAN, start, end, 0.97, country))
+            position = end
+    return found
+
+
+# --- US social security number ------------------------------------------------------------
+
+_SSN = re.compile(r"(\d(?<![\w\-]\d)\d\d)([\- ])(\d\d)\2(\d{4})(?![\w\-]|\.\d)")
+_SSN_BARE = re.compile(r"(\d(?<![\w\-]\d)\d\d)(\d\d)(\d{4})(?![\w\-]|\.\d)")
+_SSN_HINTS = ("ssn", "ss#", "ss no", "social security", "soc", "sozialversicherung")
+_SSN_CONTEXT = re.compile(
+    r"(?i)\b(?:ssn|ss#|ss no|social security(?: number| no\.?| #)?|soc\.? ?sec\.?|"
+    r"sozialversicherungsnummer)(?![A-Za-z])"
+)
+# Numbers the SSA invalidated after they were printed in advertising.
+_SSN_PUBLISHED = frozenset({"078051120", "219099999"})
+
+
+def ssn_valid(area: str, group: str, serial: str) -> bool:
+    """The SSA's structural rules: no area 000, 666 or 900-999, no group 00, no serial 0000."""
+    if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
+        return False
+    return area + group + serial not in _SSN_PUBLISHED
+
+
+def find_ssns(text: str) -> list[Finding]:
+    """US SSNs as ddd-dd-dddd or ddd dd dddd; as nine bare digits only next to "SSN"."""
+    found: list[Finding] = []
+    for match in _SSN.finditer(text):
+        if not ssn_valid(match.group(1), match.group(3), match.group(4)):
+            continue
+        # "030 12 3456" may as well be a phone number; dashes are the SSN's own format
+        confidence = 0.9 if match.group(2) == "-" else 0.6
+        if _context_before(_SSN_CONTEXT, text, match.start(), 40):
+            confidence = 0.98
+        found.append(Finding(FindingType.SSN, *match.span(), confidence))
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _SSN_HINTS):
+        return found
+    for match in _SSN_BARE.finditer(text):
+        if not ssn_valid(*match.groups()):
+            continue
+        if _context_before(_SSN_CONTEXT, text, match.start(), 40):
+            found.append(Finding(FindingType.SSN, *match.span(), 0.8, "bare"))
+    return found
+
+
+# --- IP address ---------------------------------------------------------------------------
+
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?!\w|\.\d)")
+_VERSION_BEFORE = re.compile(r"(?i)(?:\bversion|\bver\.?|\brelease|\bv)\s*$")
+# Colon-separated hex groups, optionally ending in a dotted IPv4; validated by ipaddress.
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?"
+    r"(?![\w:]|\.\d)"
+)
+
+
+def _valid_ipv4(token: str) -> bool:
+    # no leading zeros: "010" is octal to some parsers and a version part to most readers
+    return all(
+        int(octet) <= 255 and (octet == "0" or not octet.startswith("0"))
+        for octet in token.split(".")
+    )
+
+
+def _plausible_ipv6(token: str) -> bool:
+    try:
+        ipaddress.IPv6Address(token)
+    except ValueError:
+        return False
+    groups = [group for group in token.split(":") if group]
+    # "::" alone and C++ scopes like "ab::cd" parse, but an address worth reporting has
+    # digits and either several groups or a leading "::" (loopback, mapped IPv4)
+    return _DIGIT.search(token) is not None and (len(groups) >= 2 or token.startswith("::"))
+
+
+def find_ip_addresses(text: str) -> list[Finding]:
+    """IPv4 addresses with valid octets (not version strings) and valid IPv6 addresses."""
+    found: list[Finding] = []
+    for match in _IPV4.finditer(text):
+        if not _valid_ipv4(match.group()):
+            continue
+        if _VERSION_BEFORE.search(text, max(0, match.start() - 10), match.start()):
+            continue
+        found.append(Finding(FindingType.IP_ADDRESS, *match.span(), 0.9, "ipv4"))
+    if "::" not in text and text.count(":") < 7:
+        return found  # every IPv6 address has "::" or seven colons
+    for match in _IPV6.finditer(text):
+        if _plausible_ipv6(match.group()):
+            found.append(Finding(FindingType.IP_ADDRESS, *match.span(), 0.9, "ipv6"))
+    return found
+
+
+# --- date of birth ------------------------------------------------------------------------
+
+_MONTHS: dict[str, int] = {}
+for _number, _names in enumerate(
+    (
+        "january jan januar janvier enero",
+        "february feb februar février fevrier febrero",
+        "march mar märz maerz mars marzo",
+        "april apr avril abril",
+        "may mai mayo",
+        "june jun juni juin junio",
+        "july jul juli juillet julio",
+        "august aug août aout agosto",
+        "september sep sept septembre septiembre",
+        "october oct oktober octobre octubre",
+        "november nov novembre noviembre",
+        "december dec dezember décembre decembre diciembre",
+    ),
+    start=1,
+):
+    _MONTHS.update(dict.fromkeys(_names.split(), _number))
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+
+_DOB_CONTEXT = re.compile(
+    r"(?i)\b(?:born|date of birth|birth ?date|d\.?o\.?b|birthday|geboren|geburtsdatum|"
+    r"geburtstag|geb|née?|date de naissance|fecha de nacimiento)(?![A-Za-z])"
+)
+_DATE_YMD = re.compile(r"(?<![\d.])(\d{4})([\-/.])(\d{1,2})\2(\d{1,2})(?![\d]|\.\d)")
+_DATE_DMY = re.compile(r"(?<![\d.])(\d{1,2})([\-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d]|\.\d)")
+_DATE_DAY_MONTH = re.compile(
+    rf"(?i)(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\.?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})(?!\d)"
+)
+_DATE_MONTH_DAY = re.compile(
+    rf"(?i)\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)"
+)
+_DOB_HINTS = ("born", "birth", "dob", "d.o.b", "geb", "née", "né ", "naissance", "nacimiento")
+_DOB_AFTER_CONTEXT = 40
+_DOB_BEFORE_CONTEXT = 25
+_LONGEST_DATE = 32  # "22nd of September, 1985" and the like, with room to spare
+
+
+def _plausible_birth_date(year: int, month: int, day: int) -> bool:
+    try:
+        date = datetime.date(year, month, day)
+    except ValueError:
+        return False
+    return datetime.date(1900, 1, 1) <= date <= datetime.date.today()
+
+
+def _full_year(year: str) -> int:
+    if len(year) == 4:
+        return int(year)
+    # a two-digit birth year is in the past: 85 is 1985, 07 is 2007 while that has passed
+    short = int(year)
+    return 2000 + short if 2000 + short <= datetime.date.today().year else 1900 + short
+
+
+def _dates(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Spans of plausible past dates in ``text[start:end]``, in the numeric and written
+    formats people use."""
+    for match in _DATE_YMD.finditer(text, start, end):
+        year, _, month, day = match.groups()
+        if _plausible_birth_date(int(year), int(month), int(day)):
+            yield match.span()
+    for match in _DATE_DMY.finditer(text, start, end):
+        first, _, second, year = match.groups()
+        full_year = _full_year(year)
+        day_first = _plausible_birth_date(full_year, int(second), int(first))
+        if day_first or _plausible_birth_date(full_year, int(first), int(second)):
+            yield match.span()
+    for match in _DATE_DAY_MONTH.finditer(text, start, end):
+        day, month, year = match.groups()
+        if _plausible_birth_date(int(year), _MONTHS[month.lower()], int(day)):
+            yield match.span()
+    for match in _DATE_MONTH_DAY.finditer(text, start, end):
+        month, day, year = match.groups()
+        if _plausible_birth_date(int(year), _MONTHS[month.lower()], int(day)):
+            yield match.span()
+
+
+def find_dates_of_birth(text: str) -> list[Finding]:
+    """Plausible dates (1900..today) shortly after or before "born", "DOB", "geboren"..."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _DOB_HINTS):
+        return []
+    spans: set[tuple[int, int]] = set()
+    for keyword in _DOB_CONTEXT.finditer(text):
+        window_start = max(0, keyword.start() - _DOB_BEFORE_CONTEXT - _LONGEST_DATE)
+        window_end = min(len(text), keyword.end() + _DOB_AFTER_CONTEXT + _LONGEST_DATE)
+        for start, end in _dates(text, window_start, window_end):
+            after = keyword.end() <= start <= keyword.end() + _DOB_AFTER_CONTEXT
+            before = keyword.start() - _DOB_BEFORE_CONTEXT <= end <= keyword.start()
+            if after or before:
+                spans.add((start, end))
+    return [Finding(FindingType.DATE_OF_BIRTH, start, end, 0.9) for start, end in sorted(spans)]
+
+
+# --- passport number ----------------------------------------------------------------------
+
+_PASSPORT_CONTEXT = re.compile(
+    r"(?i)\b(?:passport|reisepass|passnummer|passeport|pasaporte|passaporto|paspoort)"
+    r"(?:\s*(?:no\.?|number|num\.?|nr\.?|#|nummer|numéro|n°))?"
+)
+_PASSPORT_HINTS = (
+    "passport",
+    "reisepass",
+    "passnummer",
+    "passeport",
+    "pasaporte",
+    "passaporto",
+    "paspoort",
+)
+_PASSPORT_TOKEN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{6,9}(?![A-Za-z0-9])")
+# Passport number formats of common issuers, and how a text names the issuer.
+_PASSPORT_FORMATS: dict[str, re.Pattern[str]] = {
+    country: re.compile(pattern)
+    for country, pattern in {
+        "US": r"[A-Z]\d{8}|\d{9}",
+        "GB": r"\d{9}",
+        "DE": r"[CFGHJK][CFGHJKLMNPRTVWXYZ0-9]{8}",
+        "FR": r"\d{2}[A-Z]{2}\d{5}",
+        "IN": r"[A-Z]\d{7}",
+        "CA": r"[A-Z]{2}\d{6}",
+        "IT": r"[A-Z]{2}\d{7}",
+        "ES": r"[A-Z]{3}\d{6}",
+        "NL": r"[A-Z]{2}[A-Z0-9]{6}\d",
+        "AU": r"[A-Z]{1,2}\d{7}",
+        "CN": r"[EG]\d{8}",
+    }.items()
+}
+_PASSPORT_COUNTRY: dict[str, re.Pattern[str]] = {
+    country: re.compile(pattern)
+    for country, pattern in {
+        "US": r"\b(?:US|USA|U\.S\.A?\.?|United States|American)\b",
+        "GB": r"\b(?:UK|U\.K\.|GB|British|United Kingdom)\b",
+        "DE": r"(?i)\b(?:german|germany|deutsch(?:e[rnm]?)?|deutschland)\b",
+        "FR": r"(?i)\b(?:french|france|français(?:e)?|francais(?:e)?)\b",
+        "IN": r"(?i)\b(?:india|indian)\b",
+        "CA": r"(?i)\b(?:canada|canadian)\b",
+        "IT": r"(?i)\b(?:italy|italian|italiano|italia)\b",
+        "ES": r"(?i)\b(?:spain|spanish|español|espanol|españa)\b",
+        "NL": r"(?i)\b(?:dutch|netherlands|nederland(?:s|se)?)\b",
+        "AU": r"(?i)\b(?:australia|australian)\b",
+        "CN": r"(?i)\b(?:china|chinese)\b",
+    }.items()
+}
+# Other issuers: up to three letters, then digits, perhaps one letter; not "600X600".
+_GENERIC_PASSPORT = re.compile(r"[A-Z]{0,3}\d{5,9}[A-Z]?")
+_PASSPORT_AFTER_CONTEXT = 40
+_PASSPORT_BEFORE_CONTEXT = 25
+_PASSPORT_COUNTRY_WINDOW = 60
+
+
+def _passport_confidence(token: str, named: Collection[str]) -> float | None:
+    token = token.upper()
+    formats = {c for c, pattern in _PASSPORT_FORMATS.items() if pattern.fullmatch(token)}
+    if formats & set(named):
+        return 0.9
+    if formats:
+        return 0.75
+    if _GENERIC_PASSPORT.fullmatch(token):
+        return 0.5
+    return None
+
+
+def _named_countries(text: str, start: int, end: int) -> set[str]:
+    window = text[
+        max(0, start - _PASSPORT_COUNTRY_WINDOW) : min(len(text), end + _PASSPORT_COUNTRY_WINDOW)
+    ]
+    return {c for c, pattern in _PASSPORT_COUNTRY.items() if pattern.search(window)}
+
+
+def find_passport_numbers(text: str) -> list[Finding]:
+    """Passport-number-shaped tokens near "passport", "Reisepass", "passeport"...
+
+    Confidence is 0.9 when the token has the format of a country named nearby, 0.75 when it
+    has some common issuer's format, 0.5 for other letters-then-digits tokens of 6-9.
+    """
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _PASSPORT_HINTS):
+        return []
+    found: dict[tuple[int, int], Finding] = {}
+    for keyword in _PASSPORT_CONTEXT.finditer(text):
+        named = _named_countries(text, keyword.start(), keyword.end())
+        after = _PASSPORT_TOKEN.finditer(
+            text, keyword.end(), min(len(text), keyword.end() + _PASSPORT_AFTER_CONTEXT)
+        )
+        before = _PASSPORT_TOKEN.finditer(
+            text, max(0, keyword.start() - _PASSPORT_BEFORE_CONTEXT), keyword.start()
+        )
+        for token in (*after, *before):
+            if _DIGIT.search(token.group()) is None:
+                continue
+            confidence = _passport_confidence(token.group(), named)
+            if confidence is None:
+                continue
+            previous = found.get(token.span())
+            if previous is None or previous.confidence < confidence:
+                found[token.span()] = Finding(FindingType.PASSPORT, *token.span(), confidence)
+            if token.start() >= keyword.end():
+                break  # the first number after the keyword is the one it names
+    return list(found.values())
+
+
+# --- all of them --------------------------------------------------------------------------
+
+_DETECTORS: dict[FindingType, Detector] = {
+    FindingType.EMAIL: find_emails,
+    FindingType.CARD: find_cards,
+    FindingType.IBAN: find_ibans,
+    FindingType.SSN: find_ssns,
+    FindingType.PASSPORT: find_passport_numbers,
+    FindingType.MRZ: mrz_findings,
+    FindingType.IP_ADDRESS: find_ip_addresses,
+    FindingType.DATE_OF_BIRTH: find_dates_of_birth,
+    FindingType.SECRET: find_secrets,
+}
+
+
+def find_pii(
+    text: str,
+    types: Collection[FindingType] | None = None,
+    *,
+    phone_regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
+) -> list[Finding]:
+    """Findings of the requested ``types`` (all when None), without overlaps, by start.
+
+    The other detectors run too, so that a number better explained by another type (a card,
+    an IBAN, a date of birth) is not reported as the requested weaker one; they are cheap.
+    The phone matcher, the costly one, runs only when PHONE is requested.
+    """
+    wanted = frozenset(FindingType) if types is None else frozenset(types)
+    if not wanted:
+        return []
+    findings: list[Finding] = []
+    for detect in _DETECTORS.values():
+        findings.extend(detect(text))
+    if FindingType.PHONE in wanted:
+        explained = [(finding.start, finding.end) for finding in findings]
+        findings.extend(find_phones(text, tuple(phone_regions), explained=explained))
+    return [finding for finding in resolve_overlaps(findings) if finding.type in wanted]
+
+
+__all__ = [
+    "DEFAULT_PHONE_REGIONS",
+    "IBAN_LENGTHS",
+    "find_cards",
+    "find_dates_of_birth",
+    "find_emails",
+    "find_ibans",
+    "find_ip_addresses",
+    "find_passport_numbers",
+    "find_phones",
+    "find_pii",
+    "find_ssns",
+    "iban_valid",
+    "luhn_valid",
+    "ssn_valid",
+]

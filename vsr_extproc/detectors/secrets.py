@@ -1,0 +1,268 @@
+"""Credentials in text: cloud and SaaS tokens, private keys, JWTs and password assignments.
+
+Two kinds of evidence, with different confidence:
+
+* a token whose format is its proof (``AKIA`` + 16, ``ghp_`` + 36, ``AIza`` + 35, a PEM
+  private key block, a JWT whose header decodes to JSON with ``"alg"``): 0.9 and up;
+* a value assigned to a key that names a secret (``password = "..."``, ``api_key: ...``,
+  ``"client_secret": "..."``, ``postgres://user:...@host``): the span is the value only, so
+  a redacted text keeps the key and stays readable.
+
+Assignments are where false positives come from, so the value must look like a secret:
+at least 6 characters; not a placeholder (``<password>``, ``****``, ``changeme``,
+``${DB_PASSWORD}``, ``your_password``, a type name like ``string``); quoted values hold no
+whitespace (``"Enter your password"`` is a label); unquoted values are not code
+(``os.environ``, ``settings.DB_PASSWORD``, ``get_password()``) and hold a digit or a symbol
+(``Password: required`` is prose). Unquoted all-letter passphrases are therefore missed.
+
+Every pattern begins with a literal or is gated by a substring test, so a prompt without
+credentials costs a handful of C-speed scans.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from vsr_extproc.detectors.findings import Finding, FindingType, resolve_overlaps
+
+
+@dataclass(frozen=True, slots=True)
+class _TokenFormat:
+    detail: str
+    pattern: re.Pattern[str]
+    confidence: float
+
+
+def _token(
+    detail: str, prefix: str, prefix_length: int, rest: str, confidence: float
+) -> _TokenFormat:
+    # The boundary check sits behind the literal prefix, so the regex engine can skip ahead
+    # to the prefix instead of testing a lookbehind at every position.
+    boundary = rf"(?<![A-Za-z0-9_\-].{{{prefix_length}}})"
+    return _TokenFormat(detail, re.compile(prefix + boundary + rest), confidence)
+
+
+_AFTER_TOKEN = r"(?![A-Za-z0-9_\-])"
+_TOKEN_FORMATS = (
+    _token(
+        "aws_access_key",
+        "(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)",
+        4,
+        r"[A-Z0-9]{16}" + _AFTER_TOKEN,
+        0.95,
+    ),
+    _token("github_token", "gh[pousr]_", 4, r"[A-Za-z0-9]{36,251}" + _AFTER_TOKEN, 0.97),
+    _token("github_token", "github_pat_", 11, r"[A-Za-z0-9_]{50,244}" + _AFTER_TOKEN, 0.97),
+    _token("gitlab_token", "glpat-", 6, r"[A-Za-z0-9_\-]{20,}", 0.95),
+    _token(
+        "slack_token", "xox[abprs]-", 5, r"\d{6,}(?:-[A-Za-z0-9]{4,}){1,4}" + _AFTER_TOKEN, 0.95
+    ),
+    _token("google_api_key", "AIza", 4, r"[0-9A-Za-z_\-]{35}" + _AFTER_TOKEN, 0.95),
+    _token("stripe_key", "(?:sk|rk)_live_", 8, r"[0-9A-Za-z]{16,247}" + _AFTER_TOKEN, 0.97),
+    _token("stripe_test_key", "sk_test_", 8, r"[0-9A-Za-z]{16,247}" + _AFTER_TOKEN, 0.7),
+)
+
+# Secrets recognised by the key they are assigned to; the value is group "value".
+_AWS_SECRET_KEY = re.compile(
+    r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)[\"']?\s*(?::=|=>|[:=])\s*[\"']?"
+    r"(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+)
+_BEARER = re.compile(r"(?i:\bbearer)\s+(?P<value>[A-Za-z0-9\-._~+/]{20,}=*)(?![A-Za-z0-9\-._~+/=])")
+_URL_CREDENTIALS = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@]{1,64}:(?P<value>[^\s:/@]{1,128})@[A-Za-z0-9]"
+)
+
+_KEY_KINDS = (
+    ("password", r"passwor[dt]|passwd|pwd|pass|passphrase|kennwort"),
+    ("api_key", r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key"),
+    ("private_key", r"private[_\-]?key"),
+    ("secret", r"client[_\-]?secret|secret[_\-]?key|secret"),
+    ("token", r"(?:access|auth|api|refresh|bearer|session)?[_\-]?token"),
+)
+_KEY_HINTS = ("pass", "pwd", "kennwort", "key", "secret", "token")
+_ASSIGNMENT_OPERATOR = re.compile(r":=|=>|[:=](?!=)")
+# The key before an operator: dotted or underscored words ending in one that names a
+# secret (DB_PASSWORD, spring.datasource.password, "client_secret"). Each word before the
+# last needs a separator, so "compass" and "bypass" never match "pass".
+_KEY = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]+[_.\-])*"
+    r"(?i:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _KEY_KINDS) + r")"
+    r"[\"']?[ \t]*\Z"
+)
+_KEY_LOOKBEHIND = 64
+# A bare value ends at whitespace or punctuation, or where a query string's next
+# "&name=" begins ("pw=abc123&user=bob"), but may hold "&" itself ("Tr0ub4dor&3").
+_VALUE = re.compile(
+    r"[ \t]*(?:(?P<quote>[\"'`])(?P<quoted>[^\"'`\n]{1,200})(?P=quote)"
+    r"|(?P<bare>[^\s\"'`,;()\[\]{}<>]{1,200}?)(?=[\s,;)\]}]|&[A-Za-z_]\w*=|\Z))"
+)
+# fmt: off
+_PLACEHOLDERS = frozenset((
+    "password", "passwd", "passwort", "pass", "secret", "token", "apikey", "api_key",
+    "changeme", "change_me", "changeit", "example", "sample", "dummy", "placeholder",
+    "redacted", "removed", "hidden", "masked", "none", "null", "nil", "undefined", "string",
+    "str", "text", "integer", "number", "boolean", "required", "optional", "empty",
+    "default", "value", "unknown", "your_password", "yourpassword", "your-password",
+    "mypassword", "my_password", "your_api_key", "your_token", "your_secret", "notasecret",
+))
+# fmt: on
+_TEMPLATE = re.compile(r"^\$|^%|\$\{|\{\{|%\(|%s|<[^>]*>|^\.\.\.|^your[_\-]|^my[_\-]")
+_DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_DIGIT_OR_SYMBOL = re.compile(r"[0-9]|[^A-Za-z0-9_.]")
+_MIN_SECRET_LENGTH = 6
+
+
+def _is_placeholder(value: str) -> bool:
+    lowered = value.lower()
+    return (
+        lowered in _PLACEHOLDERS
+        or len(set(lowered)) == 1  # ******, xxxxxx, ......
+        or _TEMPLATE.search(lowered) is not None
+    )
+
+
+def _assigned_secret_confidence(value: str, quoted: bool) -> float | None:
+    """How likely an assigned value is a real secret; None when it is not one."""
+    if len(value) < _MIN_SECRET_LENGTH or _is_placeholder(value):
+        return None
+    has_digit_or_symbol = _DIGIT_OR_SYMBOL.search(value) is not None
+    if quoted:
+        if any(char.isspace() for char in value):
+            return None
+        return 0.9 if has_digit_or_symbol else 0.6
+    if "." in value and _DOTTED_IDENTIFIER.fullmatch(value):
+        return None  # code: os.environ, settings.DB_PASSWORD
+    return 0.8 if has_digit_or_symbol else None
+
+
+def _assignments(text: str) -> Iterator[Finding]:
+    """Values assigned to secret-named keys: found from each ":" or "=" backwards to the
+    key and forwards to the value, which is cheaper than matching keys everywhere."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _KEY_HINTS):
+        return
+    for operator in _ASSIGNMENT_OPERATOR.finditer(text):
+        key = _KEY.search(text, max(0, operator.start() - _KEY_LOOKBEHIND), operator.start())
+        if key is None:
+            continue
+        value = _VALUE.match(text, operator.end())
+        if value is None:
+            continue
+        quoted = value.group("quoted") is not None
+        group = "quoted" if quoted else "bare"
+        confidence = _assigned_secret_confidence(value.group(group), quoted)
+        if confidence is not None:
+            kind = next(kind for kind, _ in _KEY_KINDS if key.group(kind) is not None)
+            yield Finding(FindingType.SECRET, *value.span(group), confidence, kind)
+
+
+def _pattern_values(text: str) -> Iterator[Finding]:
+    lowered = text.lower()
+    if "secret" in lowered:
+        for match in _AWS_SECRET_KEY.finditer(text):
+            yield Finding(FindingType.SECRET, *match.span("value"), 0.9, "aws_secret_key")
+    if "bearer" in lowered:
+        for match in _BEARER.finditer(text):
+            value = match.group("value")
+            if _DIGIT_OR_SYMBOL.search(value) and any(char.isalpha() for char in value):
+                yield Finding(FindingType.SECRET, *match.span("value"), 0.85, "bearer_token")
+    if "://" in text:
+        for match in _URL_CREDENTIALS.finditer(text):
+            if not _is_placeholder(match.group("value")):
+                yield Finding(FindingType.SECRET, *match.span("value"), 0.85, "url_password")
+
+
+def _token_formats(text: str) -> Iterator[Finding]:
+    for token in _TOKEN_FORMATS:
+        for match in token.pattern.finditer(text):
+            yield Finding(FindingType.SECRET, *match.span(), token.confidence, token.detail)
+
+
+# --- private keys ---------------------------------------------------------------------------
+
+_PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
+_PEM_HEADER_LINE = re.compile(r"[A-Za-z\-]+: .*|")
+_PEM_BODY_LINE = re.compile(r"[A-Za-z0-9+/=]+")
+
+
+def _truncated_key_end(text: str, position: int) -> int | None:
+    """The end of the base64 body that follows a BEGIN line with no END line; None when
+    no body follows (the BEGIN line quoted in a question)."""
+    end = None
+    body_started = False
+    for line in text[position:].splitlines(keepends=True):
+        content = line.strip()
+        if _PEM_BODY_LINE.fullmatch(content):
+            body_started = True
+            end = position + len(line.rstrip())
+        elif body_started or not _PEM_HEADER_LINE.fullmatch(content):
+            break
+        position += len(line)
+    return end
+
+
+_MIN_KEY_BODY = 32
+
+
+def _private_keys(text: str) -> Iterator[Finding]:
+    """PEM/OpenSSH/PGP private key blocks with a base64 body, through their END line or,
+    when the text was cut off, through the last line of the body."""
+    if "PRIVATE KEY" not in text:
+        return
+    for match in _PRIVATE_KEY_BEGIN.finditer(text):
+        end_marker = f"-----END {match.group(1)}-----"
+        end = text.find(end_marker, match.end())
+        if end != -1:
+            body = _PEM_BODY_LINE.findall(text, match.end(), end)
+            if sum(map(len, body)) >= _MIN_KEY_BODY:
+                end += len(end_marker)
+                yield Finding(FindingType.SECRET, match.start(), end, 0.99, "private_key")
+            continue
+        truncated_end = _truncated_key_end(text, match.end())
+        if truncated_end is not None:
+            yield Finding(FindingType.SECRET, match.start(), truncated_end, 0.9, "private_key")
+
+
+# --- JWT ----------------------------------------------------------------------------------------
+
+_JWT = re.compile(
+    r"(eyJ(?<![A-Za-z0-9_\-.]...)[A-Za-z0-9_\-]{8,})\.([A-Za-z0-9_\-]{4,})\.([A-Za-z0-9_\-]*)"
+    r"(?![A-Za-z0-9_\-]|\.[A-Za-z0-9_\-])"
+)
+
+
+def _decode_json_segment(segment: str) -> object:
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        return json.loads(raw)
+    # ValueError covers UnicodeDecodeError and JSONDecodeError; RecursionError is what
+    # deeply nested JSON raises
+    except (binascii.Error, ValueError, RecursionError):
+        return None
+
+
+def _jwts(text: str) -> Iterator[Finding]:
+    for match in _JWT.finditer(text):
+        header = _decode_json_segment(match.group(1))
+        if not isinstance(header, dict) or "alg" not in header:
+            continue
+        payload = _decode_json_segment(match.group(2))
+        confidence = 0.98 if isinstance(payload, dict) else 0.8
+        yield Finding(FindingType.SECRET, *match.span(), confidence, "jwt")
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Credentials in ``text``, without overlaps, sorted by start; ``detail`` says which kind."""
+    findings = [
+        *_token_formats(text),
+        *_private_keys(text),
+        *_jwts(text),
+        *_pattern_values(text),
+        *_assignments(text),
+    ]
+    return resolve_overlaps(findings)
