@@ -74,6 +74,16 @@ def _parser() -> argparse.ArgumentParser:
     standin.add_argument("--config", required=True, type=Path)
     standin.set_defaults(run=_standin)
 
+    evaluate = commands.add_parser(
+        "eval", help="measure a text signal on a development set; print and write a report"
+    )
+    evaluate.add_argument("task", choices=("domain", "pii", "jailbreak"))
+    evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
+    evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
+    evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))
+    evaluate.add_argument("--report", type=Path, help="JSON report path (default: eval-TASK.json)")
+    evaluate.set_defaults(run=_eval)
+
     demo = commands.add_parser(
         "demo", help="start Envoy, the processor and stand-in upstreams; send sample requests"
     )
@@ -176,6 +186,17 @@ def _standin(args: argparse.Namespace) -> int:
 
     config, _ = read_config(args.config)
     asyncio.run(run_forever(specs_for(config)))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from vsr_extproc import eval as evaluation
+
+    report = evaluation.run(args.task, args.data, args.config, args.precision)
+    path = args.report or Path(f"eval-{args.task}.json")
+    path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    print(evaluation.summary(report))
+    print(f"report: {path}")
     return 0
 
 

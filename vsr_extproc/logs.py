@@ -1,7 +1,8 @@
 """structlog set-up: JSON lines when not on a terminal, readable lines on one.
 
-Loggers never receive raw image bytes, PII values or secrets; callers log counts, types
-and names only.
+The standard library's logging (transformers, grpc, asyncio) goes through the same
+renderer, so a JSON log stream stays JSON. Loggers never receive raw image bytes, PII
+values or secrets; callers log counts, types and names only.
 """
 
 from __future__ import annotations
@@ -19,24 +20,36 @@ def _dumps(value: Any, **_: Any) -> str:
 
 
 def configure(level: str = "info", *, json: bool | None = None) -> None:
-    """Configure structlog once per process; ``json`` defaults to "stderr is not a tty"."""
+    """Configure structlog and stdlib logging once per process.
+
+    ``json`` defaults to "stderr is not a terminal".
+    """
     as_json = not sys.stderr.isatty() if json is None else json
     renderer: Any = (
         structlog.processors.JSONRenderer(serializer=_dumps)
         if as_json
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
+        processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)

@@ -74,10 +74,15 @@ class Service:
             await self.fetcher.close()
 
 
-async def start(config_path: str | Path, listen: str | None = None) -> Service:
-    """Load the config, start serving on ``listen`` (host:port; port 0 picks one)."""
+async def start(
+    config_path: str | Path, listen: str | None = None, resources: Resources | None = None
+) -> Service:
+    """Load the config, start serving on ``listen`` (host:port; port 0 picks one).
+
+    ``resources`` lets several services in one process share loaded models.
+    """
     path = Path(config_path)
-    resources = Resources()
+    resources = resources or Resources()
     config, policy = load_policy(path, resources)
     fetch = config.images.fetch
     fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None

@@ -26,6 +26,10 @@ SAMPLES = ROOT / "deploy" / "demo" / "requests"
         ("04-describe-image", 200, "image_understanding", "vision", "general_vlm"),
         ("05-linked-image", 200, "confirm_remote_images", "none", None),
         ("06-forbidden", 403, "refuse_forbidden", "none", None),
+        ("08-medical-question", 200, "medical_question", "medical", "medical_vlm"),
+        ("09-personal-data", 200, "protect_pii", "restricted", "restricted_vlm"),
+        ("10-jailbreak", 403, "block_jailbreak", "none", None),
+        ("11-german", 200, "not_english", "multilingual", "multilingual_llm"),
     ],
 )
 def test_demo_requests_route_per_decision(

@@ -11,6 +11,7 @@ import yaml
 from extproc_client import Client
 
 from vsr_extproc.service import Service, start
+from vsr_extproc.signals.base import Resources
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "demo" / "router.yaml"
 
@@ -25,9 +26,15 @@ def config_path(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def resources() -> Resources:
+    """Models loaded once for the whole session, shared by every service under test."""
+    return Resources()
+
+
 @pytest.fixture
-async def service(config_path: Path) -> AsyncIterator[Service]:
-    started = await start(config_path)
+async def service(config_path: Path, resources: Resources) -> AsyncIterator[Service]:
+    started = await start(config_path, resources=resources)
     yield started
     await started.stop(0)
 

@@ -69,6 +69,9 @@ def test_one_route_per_model_and_a_closed_catch_all() -> None:
         "long_context": "long_llm",
         "coder": "code_llm",
         "vision": "general_vlm",
+        "medical": "medical_vlm",
+        "restricted": "restricted_vlm",
+        "multilingual": "multilingual_llm",
     }
     assert routes[-1]["direct_response"]["status"] == 503
 

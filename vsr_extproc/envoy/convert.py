@@ -17,6 +17,8 @@ from vsr_extproc.core.answers import Answer
 
 DECISION_HEADER = "x-vsr-decision"
 MODEL_HEADER = "x-vsr-selected-model"
+#: tells the upstream how many values of each PII type were replaced (never which)
+REDACTED_HEADER = "x-vsr-redacted"
 ROUTER_HEADER_PREFIX = "x-vsr-"
 #: what ``x-vsr-selected-model`` says when the router answered itself
 NO_MODEL = "none"

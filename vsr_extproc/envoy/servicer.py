@@ -23,12 +23,13 @@ from vsr_extproc.core.answers import Answer, decision_answer, error_answer
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.policy import Policy, RouteAction
 from vsr_extproc.core.request import NormalizedRequest
-from vsr_extproc.core.rewrite import rewrite_body
+from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
 from vsr_extproc.envoy.convert import (
     DECISION_HEADER,
     MODEL_HEADER,
     NO_MODEL,
+    REDACTED_HEADER,
     ROUTER_HEADER_PREFIX,
     body_response,
     header_map,
@@ -137,7 +138,12 @@ def _respond(decision: RoutingDecision, request: NormalizedRequest) -> ext_proc.
         for signal, header, value in action.signal_headers
         if decision.results[signal].matched
     ]
-    return body_response(headers, rewrite_body(request, model, action))
+    redaction = Redaction(action.redact) if action.redact else None
+    new_body = rewrite_body(request, model, action, redaction)
+    if redaction is not None and redaction.counts:
+        summary = ",".join(f"{kind}={count}" for kind, count in redaction.counts.items())
+        headers.append((REDACTED_HEADER, summary))
+    return body_response(headers, new_body)
 
 
 def _answer(answer: Answer, decision: str) -> ext_proc.ProcessingResponse:

@@ -76,6 +76,7 @@ class MicroBatcher(Generic[In, Out]):
         )
         self._queue: asyncio.Queue[_Pending[In, Out] | _Stop] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
     @property
@@ -87,7 +88,11 @@ class MicroBatcher(Generic[In, Out]):
         if self._closed:
             raise RuntimeError("MicroBatcher is closed")
         loop = asyncio.get_running_loop()
-        if self._worker is None:
+        if self._worker is None or self._loop is not loop:
+            # first use, or a new event loop (a process that runs several in turn): the
+            # queue and worker of a finished loop cannot serve this one
+            self._loop = loop
+            self._queue = asyncio.Queue()
             self._worker = loop.create_task(self._work(), name="micro-batcher")
         pending = _Pending[In, Out](item, loop.create_future(), loop.time())
         self._queue.put_nowait(pending)
@@ -98,7 +103,7 @@ class MicroBatcher(Generic[In, Out]):
         if self._closed:
             return
         self._closed = True
-        if self._worker is not None:
+        if self._worker is not None and self._loop is asyncio.get_running_loop():
             self._queue.put_nowait(_STOP)
             await self._worker
         if self._owns_executor:

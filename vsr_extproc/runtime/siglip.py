@@ -258,6 +258,10 @@ def load_siglip(
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     from transformers import AutoConfig, AutoTokenizer, SiglipModel
+    from transformers.utils import logging as transformers_logging
+
+    # no "Loading weights" bar on stderr; downloads keep huggingface_hub's progress bar
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     name = str(model)
     config = _from_pretrained(name, "config", AutoConfig.from_pretrained, name)

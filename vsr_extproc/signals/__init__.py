@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from vsr_extproc.signals import context, conversation, keyword, modality
+from vsr_extproc.signals import (
+    context,
+    conversation,
+    domain,
+    jailbreak,
+    keyword,
+    language,
+    modality,
+    pii,
+)
 from vsr_extproc.signals.base import SignalFamily
 
 FAMILIES: dict[str, SignalFamily[Any]] = {
@@ -14,5 +23,9 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
         modality.FAMILY,
         context.FAMILY,
         conversation.FAMILY,
+        domain.FAMILY,
+        pii.FAMILY,
+        jailbreak.FAMILY,
+        language.FAMILY,
     )
 }

@@ -40,6 +40,8 @@ class Resources:
     def __init__(self) -> None:
         self._objects: dict[Any, Any] = {}
         self._used: set[Any] = set()
+        #: the config being compiled (a ``RouterConfig``), for runtime-wide settings
+        self.config: Any = None
 
     def get(self, key: Any, factory: Callable[[], Any]) -> Any:
         self._used.add(key)
@@ -47,8 +49,9 @@ class Resources:
             self._objects[key] = factory()
         return self._objects[key]
 
-    def begin_compile(self) -> None:
+    def begin_compile(self, config: Any) -> None:
         self._used = set()
+        self.config = config
 
     def release_unused(self) -> list[Any]:
         """Drop what the last compile did not ask for; returns the released keys."""

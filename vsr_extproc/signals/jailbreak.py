@@ -1,0 +1,333 @@
+"""``jailbreak``: jailbreaks and prompt injection, scored per chunk; the riskiest chunk wins.
+
+    signals:
+      jailbreak:
+        - name: attack
+          threshold: 0.7
+          scope: prompt          # conversation: user turns and tool results too (indirect
+                                 # injection arriving through a tool output or a document)
+
+Evidence from each chunk, combined by a logistic model fitted on a bank of attack
+exemplars and a bank of benign look-alikes (role-play for fiction, security questions asked
+legitimately, quoted instructions, customer-support corrections):
+
+* its **wording**: character and word n-grams (TF-IDF);
+* its **meaning**: the sentence embedding shared with the other text signals;
+* **structural cues**: instruction override, persona/"developer mode" jailbreaks,
+  system-prompt extraction, injection addressed to an AI reading a document, refusal
+  suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
+  ROT13, leetspeak, reversed text) or written in other languages.
+
+The model is fitted when the policy compiles, on the bank alone, never on the development
+set it is measured on. Each
+chunk is scored on its own and the request takes the maximum, so padding an attack with
+harmless words cannot dilute it into a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import codecs
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import yaml
+from pydantic import Field
+
+from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
+from vsr_extproc.signals.texts import TextScope, embed_texts, scoped_texts, shared_embedder
+
+if TYPE_CHECKING:
+    from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
+
+BANK = Path(__file__).resolve().parent.parent / "banks" / "jailbreak.yaml"
+
+_TARGETS = (
+    r"instructions?|rules|guidelines|directives?|prompts?|programming|polic(?:y|ies)|"
+    r"constraints|restrictions|guardrails|safety|filters?|orders|commands"
+)
+_CUES: tuple[tuple[str, str, int], ...] = (
+    (
+        "override",
+        r"\b(?:ignore|disregard|forget|discard|bypass|override|delete|drop|abandon|cancel)"
+        r"\b[^.\n]{0,50}?\b(?:" + _TARGETS + r")\b",
+        re.IGNORECASE,
+    ),
+    (
+        "override",
+        r"\b(?:previous|prior|earlier|above|preceding|original|initial|old)\s+(?:"
+        + _TARGETS
+        + r")\s+(?:are|is|were|have been)\s+(?:void|cancell?ed|revoked|obsolete|reset|"
+        r"no longer|lifted|disabled|suspended)",
+        re.IGNORECASE,
+    ),
+    (
+        "unbound",
+        r"\b(?:no longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\b|"
+        r"\b(?:freed|released|liberated)\s+from\b|\bwithout\s+(?:any\s+)?(?:restrictions|"
+        r"filters|censorship|limitations|guardrails|safety|moral|ethic)|\b(?:unfiltered|"
+        r"uncensored|unrestricted|unchained|unaligned)\b|\bno\s+(?:restrictions|filters|"
+        r"rules|limits|guidelines|morals|ethics)\b",
+        re.IGNORECASE,
+    ),
+    (
+        "persona",
+        r"\b(?:developer|god|jailbreak|jailbroken|unrestricted|debug|maintenance|sudo|admin)"
+        r"\s+mode\b|\bdo anything now\b|\bjail\s*brok(?:en|e)\b|\bevil\s+(?:ai|assistant|"
+        r"bot|twin|version)\b|\bstay in character\b|\bopposite\s+mode\b",
+        re.IGNORECASE,
+    ),
+    ("persona", r"\b(?:DAN|STAN|AIM|DUDE|KEVIN)\b", 0),
+    (
+        "extraction",
+        r"\b(?:reveal|print|show|repeat|output|display|leak|dump|write out|recite|tell me|"
+        r"what(?:'s| is| are| were))\b[^.\n]{0,40}?\b(?:system\s+(?:prompt|message|"
+        r"instructions?)|hidden\s+(?:rules|instructions?|prompt)|initial\s+(?:prompt|"
+        r"instructions?)|(?:your|the)\s+(?:instructions|prompt|rules|guidelines)\s+"
+        r"(?:verbatim|exactly|word for word))",
+        re.IGNORECASE,
+    ),
+    (
+        "extraction",
+        r"\brepeat\s+(?:the|all|everything)\s+(?:text|words|content)?\s*(?:above|before)\b|"
+        r"\bstarting with ['\"]?you are\b",
+        re.IGNORECASE,
+    ),
+    (
+        "indirect",
+        r"\b(?:ai|assistant|model|llm|chatbot|agent|gpt|copilot)s?\s+(?:reading|processing|"
+        r"summari[sz]ing|parsing|seeing|that reads)\s+this\b|\b(?:note|message|instruction|"
+        r"attention)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|chatbot|"
+        r"agent)s?\b",
+        re.IGNORECASE,
+    ),
+    (
+        "suppression",
+        r"\b(?:never|don't|do not|must not|cannot)\s+(?:refuse|decline|say\s+(?:no|sorry|"
+        r"you can(?:'|no)t)|apologi[sz]e|add\s+(?:any\s+)?(?:disclaimers|warnings)|mention"
+        r"\s+(?:rules|policies|ethics))",
+        re.IGNORECASE,
+    ),
+    (
+        "authority",
+        r"\b(?:i am|i'm|this is)\s+(?:your|the|an?)\s+(?:developer|creator|administrator|"
+        r"admin|owner|engineer at openai|operator)\b|\bauthori[sz]ation\s+code\b|"
+        r"\bsystem\s+(?:update|override|notice)\b",
+        re.IGNORECASE,
+    ),
+    (
+        "override",  # the same cue in German, Spanish, French, Italian and Portuguese
+        r"\bignorier\w*\s+(?:\w+\s+){0,3}(?:anweisungen|regeln|instruktionen|vorgaben)\b|"
+        r"\bvergiss\s+(?:\w+\s+){0,3}(?:anweisungen|regeln)\b|"
+        r"\b(?:ignora|olvida)\s+(?:\w+\s+){0,3}(?:instrucciones|reglas|normas)\b|"
+        r"\b(?:ignore[rz]?|oublie[rz]?)\s+(?:\w+\s+){0,3}(?:instructions|règles|consignes)\b|"
+        r"\b(?:ignora|dimentica)\s+(?:\w+\s+){0,3}(?:istruzioni|regole)\b|"
+        r"\b(?:ignore|esqueça|esqueca)\s+(?:\w+\s+){0,3}(?:instruções|instrucoes|regras)\b",
+        re.IGNORECASE,
+    ),
+    (
+        "decode_and_obey",
+        r"\b(?:decode|decipher|decrypt|reverse|translate|unscramble)\b[^.\n]{0,60}?\b(?:and|"
+        r"then)\s+(?:follow|execute|obey|do|run|carry out|act on|comply)",
+        re.IGNORECASE,
+    ),
+)
+CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
+_COMPILED = tuple((group, re.compile(pattern, flags)) for group, pattern, flags in _CUES)
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
+_LEET = str.maketrans("013457@$!|", "oleastasil")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _cues(text: str) -> set[str]:
+    return {group for group, pattern in _COMPILED if pattern.search(text)}
+
+
+def _decodings(text: str) -> list[str]:
+    """Plain-text readings of payloads hidden in ``text``."""
+    readings = [codecs.decode(text, "rot13"), text[::-1], text.translate(_LEET)]
+    for match in _BASE64.finditer(text):
+        token = match.group()
+        try:
+            decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        if decoded and sum(32 <= b < 127 for b in decoded) / len(decoded) > 0.9:
+            readings.append(decoded.decode("ascii", "ignore"))
+    for match in _HEX.finditer(text):
+        try:
+            readings.append(bytes.fromhex(re.sub(r"[\s:]", "", match.group())).decode())
+        except ValueError:
+            continue
+    return readings
+
+
+def cue_vector(text: str) -> np.ndarray:
+    """One 0/1 feature per cue group, plus one for cues found only inside an encoding."""
+    found = _cues(text)
+    hidden: set[str] = set()
+    for reading in _decodings(text):
+        hidden |= _cues(reading)
+    hidden -= found
+    hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+    row = [1.0 if group in found else 0.0 for group in CUE_GROUPS]
+    row.append(1.0 if hidden else 0.0)
+    return np.asarray(row, dtype=np.float32)
+
+
+@cache
+def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    document = yaml.safe_load(BANK.read_text())
+    return tuple(document["attacks"]), tuple(document["benign"])
+
+
+@dataclass(frozen=True)
+class JailbreakModel:
+    """A logistic model over character and word n-grams, cue flags and the embedding.
+
+    Fitted on the exemplar banks when the policy compiles (about a second); the
+    regularisation and features were chosen by cross-validation on the banks.
+    """
+
+    characters: Any
+    words: Any
+    classifier: Any
+
+    @classmethod
+    def fit(
+        cls, encoder: TextEncoder, attacks: tuple[str, ...], benign: tuple[str, ...]
+    ) -> JailbreakModel:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        texts = [*attacks, *benign]
+        labels = np.concatenate([np.ones(len(attacks)), np.zeros(len(benign))])
+        characters = TfidfVectorizer(
+            analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True
+        ).fit(texts)
+        words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
+        model = cls(characters, words, LogisticRegression(C=64.0, max_iter=4000))
+        model.classifier.fit(model._features(texts, encoder.embed(texts)), labels)
+        return model
+
+    def _features(self, texts: list[str], vectors: FloatArray) -> Any:
+        from scipy.sparse import csr_matrix, hstack
+
+        cues = np.stack([cue_vector(text) for text in texts])
+        return hstack(
+            [
+                self.characters.transform(texts),
+                self.words.transform(texts),
+                csr_matrix(cues),
+                csr_matrix(vectors),
+            ]
+        ).tocsr()
+
+    def probabilities(self, vectors: FloatArray, texts: list[str]) -> np.ndarray:
+        """P(attack) of each text, given its embedding."""
+        features = self._features(texts, vectors)
+        probabilities: np.ndarray = self.classifier.predict_proba(features)[:, 1]
+        return probabilities
+
+    def chunk_scores(self, vectors: FloatArray, chunks: list[str]) -> np.ndarray:
+        """P(attack) of each chunk: the riskiest of the chunk and each of its sentences.
+
+        Scoring sentences on their own keeps an attack that shares its chunk with harmless
+        chatter from being diluted; a sentence is scored with its chunk's embedding.
+        """
+        rows: list[str] = []
+        owners: list[int] = []
+        for index, chunk in enumerate(chunks):
+            sentences = [s for s in _SENTENCE.split(chunk) if len(s) > 12]
+            for text in (chunk, *(sentences if len(sentences) > 1 else ())):
+                rows.append(text)
+                owners.append(index)
+        owner = np.asarray(owners)
+        row_scores = self.probabilities(vectors[owner], rows)
+        scores = np.zeros(len(chunks))
+        np.maximum.at(scores, owner, row_scores)
+        return scores
+
+
+class JailbreakEntry(AsyncSignalEntry):
+    threshold: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="P(attack) needed; 0.7 keeps false positives near 5 % in cross-validation",
+    )
+    scope: TextScope = Field(
+        default="prompt",
+        description="prompt, or conversation to read earlier turns and tool results too",
+    )
+    attacks: tuple[str, ...] = Field(
+        default=(), description="attack exemplars; empty = the shipped bank"
+    )
+    benign: tuple[str, ...] = Field(
+        default=(), description="benign look-alikes; empty = the shipped bank"
+    )
+
+
+class JailbreakSignal(AsyncSignal):
+    family: ClassVar[str] = "jailbreak"
+
+    def __init__(self, entry: JailbreakEntry, embedder: Embedder, model: JailbreakModel) -> None:
+        self.name = entry.name
+        self.timeout_s = entry.timeout_ms / 1000
+        self.threshold = entry.threshold
+        self.scope: TextScope = entry.scope
+        self.embedder = embedder
+        self.model = model
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        texts = scoped_texts(evaluation.request, self.scope)
+        if not texts:
+            return Outcome(False, 0.0, {"chunks": 0})
+        embedded = await embed_texts(evaluation, self.embedder, texts)
+        vectors = np.concatenate([e.vectors for e in embedded])
+        pieces = [
+            text[start:end]
+            for text, e in zip(texts, embedded, strict=True)
+            for start, end in e.spans
+        ]
+        probabilities = await asyncio.get_running_loop().run_in_executor(
+            None, self.model.chunk_scores, vectors, pieces
+        )
+        riskiest = int(np.argmax(probabilities))
+        score = float(probabilities[riskiest])
+        cues = [
+            g
+            for g, on in zip((*CUE_GROUPS, "encoded"), cue_vector(pieces[riskiest]), strict=False)
+            if on
+        ]
+        value = {
+            "score": round(score, 4),
+            "chunks": len(pieces),
+            "riskiest_chunk": riskiest,
+            "cues": cues,
+        }
+        return Outcome(score >= self.threshold, score, value)
+
+
+def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
+    embedder = shared_embedder(resources)
+    attacks, benign = default_bank()
+    attacks, benign = entry.attacks or attacks, entry.benign or benign
+    key = ("jailbreak-model", id(embedder), attacks, benign)
+    model: JailbreakModel = resources.get(
+        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign)
+    )
+    return JailbreakSignal(entry, embedder, model)
+
+
+FAMILY = SignalFamily(
+    "jailbreak", JailbreakEntry, build, "jailbreaks and prompt injection, per chunk"
+)

@@ -1,0 +1,109 @@
+"""``language``: the language the request is written in (lingua).
+
+    signals:
+      language:
+        - name: english
+          languages: [en]
+          min_confidence: 0.5
+        - name: not_english            # confidently some other language
+          languages: [en]
+          mode: none_of
+          min_confidence: 0.7
+
+The detector chooses among ``text.languages`` (ISO 639-1 codes; each language's model
+costs memory, so the list is explicit). The value names the detected language and its
+confidence. With ``mode: any_of`` (the default) the signal matches when that language is
+one of ``languages``; with ``none_of``, when it is none of them. Either way the detector
+must be at least ``min_confidence`` sure, so a short, ambiguous prompt matches neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
+from vsr_extproc.signals.texts import TextScope, scoped_texts
+
+
+class LanguageEntry(AsyncSignalEntry):
+    languages: tuple[str, ...] = Field(
+        min_length=1, description="ISO 639-1 codes that make it match"
+    )
+    mode: Literal["any_of", "none_of"] = Field(
+        default="any_of", description="match when the language is (not) one of `languages`"
+    )
+    min_confidence: float = Field(
+        default=0.5, ge=0, le=1, description="the detector's confidence needed"
+    )
+    scope: TextScope = Field(default="prompt", description="which messages are read")
+
+
+class LanguageDetector:
+    """A lingua detector over a fixed set of languages, with models preloaded."""
+
+    def __init__(self, codes: tuple[str, ...]) -> None:
+        from lingua import IsoCode639_1, LanguageDetectorBuilder
+
+        try:
+            isos = [IsoCode639_1.from_str(code) for code in codes]
+        except ValueError as exc:
+            raise ValueError(f"text.languages: {exc}") from None
+        self._detector: Any = (
+            LanguageDetectorBuilder.from_iso_codes_639_1(*isos)
+            .with_preloaded_language_models()
+            .build()
+        )
+
+    def detect(self, text: str) -> tuple[str | None, float]:
+        values = self._detector.compute_language_confidence_values(text)
+        if not values or values[0].value <= 0:
+            return None, 0.0
+        best = values[0]
+        return best.language.iso_code_639_1.name.lower(), float(best.value)
+
+
+class LanguageSignal(AsyncSignal):
+    family: ClassVar[str] = "language"
+
+    def __init__(self, entry: LanguageEntry, detector: LanguageDetector) -> None:
+        self.name = entry.name
+        self.timeout_s = entry.timeout_ms / 1000
+        self.languages = frozenset(code.lower() for code in entry.languages)
+        self.wanted = entry.mode == "any_of"
+        self.min_confidence = entry.min_confidence
+        self.scope: TextScope = entry.scope
+        self.detector = detector
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        text = "\n".join(scoped_texts(evaluation.request, self.scope))
+
+        async def compute() -> tuple[str | None, float]:
+            return await asyncio.get_running_loop().run_in_executor(
+                None, self.detector.detect, text
+            )
+
+        language, confidence = await evaluation.once(("language", self.scope), compute)
+        value = {"language": language, "confidence": round(confidence, 3)}
+        if language is None:
+            return Outcome(False, 0.0, value)
+        listed = language in self.languages
+        matched = listed == self.wanted and confidence >= self.min_confidence
+        return Outcome(matched, confidence if listed == self.wanted else 1 - confidence, value)
+
+
+def build(entry: LanguageEntry, resources: Resources) -> LanguageSignal:
+    codes: tuple[str, ...] = tuple(resources.config.text.languages)
+    unknown = sorted(set(entry.languages) - set(codes))
+    if unknown:
+        raise ValueError(
+            f"signals.language {entry.name!r}: {', '.join(unknown)} not among text.languages"
+        )
+    detector: LanguageDetector = resources.get(("language", codes), lambda: LanguageDetector(codes))
+    return LanguageSignal(entry, detector)
+
+
+FAMILY = SignalFamily("language", LanguageEntry, build, "the language of the request (lingua)")
