@@ -1,7 +1,12 @@
 """``make bench``: the numbers the README quotes, from one run on this machine.
 
-Routing overhead (deterministic signals): a real Envoy in front of stand-in upstreams, once
-with the processor and once without it (the same bootstrap minus the ext_proc filter).
+Text decisions: the demo config's full set of text signals, driven through the processor's
+gRPC service one request at a time, for fresh prompts and for chat turns whose history the
+processor has seen before.
+
+Routing overhead (deterministic signals, deploy/examples/rules-only.yaml): a real Envoy in
+front of stand-in upstreams, once with the processor and once without it (the same
+bootstrap minus the ext_proc filter).
 Reports p50/p99 at one request at a time, their difference, the throughput at 32
 connections, and the processor's CPU time per request, from which the requests per second
 one processor process sustains follow (it is single-threaded, so one core's worth).
@@ -12,8 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +29,11 @@ import orjson
 import yaml
 
 from bench.loadgen import LoadResult, encode_request, run_load
-from vsr_extproc.demo.stack import Stack, prepare_stack
+from vsr_extproc.demo.stack import Stack, _serving, prepare_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "deploy" / "demo" / "router.yaml"
+RULES_ONLY = ROOT / "deploy" / "examples" / "rules-only.yaml"
 SAMPLES = ROOT / "deploy" / "demo" / "requests"
 TEXT_SAMPLES = ("01-small-talk", "02-find-the-bug", "03-agent-tool-loop", "07-streamed-chat")
 
@@ -92,7 +101,7 @@ def describe(label: str, result: LoadResult) -> str:
 
 
 def routing_overhead(duration: float) -> dict[str, Any]:
-    document = yaml.safe_load(DEMO.read_text())
+    document = yaml.safe_load(RULES_ONLY.read_text())
     numbers: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="vsr-bench-") as tmp:
         baseline = start(document, Path(tmp) / "baseline", processor=False)
@@ -117,8 +126,26 @@ def routing_overhead(duration: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
+    parser.add_argument("--samples", type=int, default=40, help="decisions per prompt size")
+    parser.add_argument(
+        "--only", choices=("routing", "text"), help="run one section of the benchmark"
+    )
     args = parser.parse_args(argv)
     print(f"vsr-extproc bench — {os.cpu_count()} CPUs, {args.duration:g} s per measurement")
+    if args.only != "routing":
+        print(
+            "\n== text decisions through the processor's gRPC service (demo config: domain, "
+            "pii, jailbreak, language and the rule signals; fresh prompts, one at a time)"
+        )
+        for label, runs in text_decisions(args.samples).items():
+            ordered = sorted(runs)
+            p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+            print(
+                f"{label:<34} p50 {statistics.median(runs):6.1f} ms  "
+                f"p99 {p99:6.1f} ms  ({len(runs)} decisions)"
+            )
+        if args.only == "text":
+            return 0
     print("\n== routing overhead: Envoy → stand-in upstream, deterministic signals only")
     numbers = routing_overhead(args.duration)
     base, routed, loaded = numbers["baseline_c1"], numbers["routed_c1"], numbers["routed_c32"]
@@ -134,6 +161,122 @@ def main(argv: list[str] | None = None) -> int:
         f"≈{1000 / per_request_ms:,.0f} req/s on one core"
     )
     return 0
+
+
+def _prompt(rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any) -> str:
+    """A fresh prompt of about ``tokens`` tokens (fresh, so no cache can answer it)."""
+    words = [f"Request {rng.randrange(10**9)}."]
+    while len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) < tokens:
+        words.append(rng.choice(sentences))
+    return " ".join(words)
+
+
+async def _decide_once(stub: Any, body: bytes) -> tuple[float, str]:
+    from envoy.config.core.v3 import base_pb2
+    from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
+
+    headers = base_pb2.HeaderMap(
+        headers=[
+            base_pb2.HeaderValue(key=":path", raw_value=b"/v1/chat/completions"),
+            base_pb2.HeaderValue(key=":method", raw_value=b"POST"),
+        ]
+    )
+    started = time.perf_counter()
+    call = stub.Process()
+    await call.write(
+        ext_proc.ProcessingRequest(request_headers=ext_proc.HttpHeaders(headers=headers))
+    )
+    await call.read()
+    await call.write(
+        ext_proc.ProcessingRequest(request_body=ext_proc.HttpBody(body=body, end_of_stream=True))
+    )
+    answer = await call.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    await call.done_writing()
+    decision = "?"
+    if answer.HasField("request_body"):
+        for option in answer.request_body.response.header_mutation.set_headers:
+            if option.header.key == "x-vsr-decision":
+                decision = option.header.raw_value.decode()
+    elif answer.HasField("immediate_response"):
+        for option in answer.immediate_response.headers.set_headers:
+            if option.header.key == "x-vsr-decision":
+                decision = option.header.raw_value.decode()
+    return elapsed, decision
+
+
+async def _chat_turns(
+    stub: Any, rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any, samples: int
+) -> list[float]:
+    """A chat client resends the history every turn: ``tokens`` in all, the newest ~60 new."""
+    runs = []
+    for index in range(samples + 3):
+        history: list[dict[str, str]] = [
+            {"role": "system", "content": "You are a helpful assistant for a small company."}
+        ]
+        while True:
+            text = " ".join(m["content"] for m in history)
+            if len(tokenizer(text, add_special_tokens=False)["input_ids"]) >= tokens - 60:
+                break
+            history.append({"role": "user", "content": _prompt(rng, sentences, 60, tokenizer)})
+            history.append({"role": "assistant", "content": rng.choice(sentences)})
+        # the history was seen before (the previous turn sent it); only the last is new
+        await _decide_once(stub, orjson.dumps({"model": "auto", "messages": history}))
+        newest = {"role": "user", "content": _prompt(rng, sentences, 60, tokenizer)}
+        body = orjson.dumps({"model": "auto", "messages": [*history, newest]})
+        elapsed, _ = await _decide_once(stub, body)
+        if index >= 3:
+            runs.append(elapsed)
+    return runs
+
+
+def text_decisions(samples: int) -> dict[str, list[float]]:
+    """p50/p99 of full text decisions through the processor's gRPC service, per prompt size."""
+    import grpc
+    from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
+    from transformers import AutoTokenizer
+
+    from vsr_extproc.runtime.embedding import default_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
+    tokenizer.model_max_length = sys.maxsize  # counting tokens, not feeding the model
+    bank = yaml.safe_load((ROOT / "vsr_extproc" / "banks" / "domains.yaml").read_text())
+    sentences = [s for spec in bank["domains"].values() for s in spec["examples"]]
+    rng = random.Random(7)
+    document = yaml.safe_load(DEMO.read_text())
+    timings: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="vsr-bench-") as tmp:
+        stack = prepare_stack(document, Path(tmp), ephemeral_ports=True)
+        stack.start_processor()
+        try:
+            assert stack.config.envoy is not None
+            endpoint = stack.config.envoy.processor[0]
+            target = f"{endpoint.address}:{endpoint.port}"
+            stack.wait_until("processor", lambda: _serving(target), 180)
+
+            async def drive() -> None:
+                async with grpc.aio.insecure_channel(target) as channel:
+                    stub = ext_proc_grpc.ExternalProcessorStub(channel)
+                    for tokens in (500, 2000):
+                        runs = []
+                        for index in range(samples + 3):
+                            prompt = _prompt(rng, sentences, tokens, tokenizer)
+                            body = orjson.dumps(
+                                {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
+                            )
+                            elapsed, _ = await _decide_once(stub, body)
+                            if index >= 3:  # warm-up
+                                runs.append(elapsed)
+                        timings[f"{tokens}-token prompt"] = runs
+                    for tokens in (500, 2000):
+                        timings[f"{tokens}-token chat, newest turn ~60"] = await _chat_turns(
+                            stub, rng, sentences, tokens, tokenizer, samples
+                        )
+
+            asyncio.run(drive())
+        finally:
+            stack.stop()
+    return timings
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from builders import body, chat, user
 from vsr_extproc.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "tests" / "data" / "rules-only.yaml"
+DEMO = ROOT / "deploy" / "examples" / "rules-only.yaml"
 SAMPLES = ROOT / "deploy" / "demo" / "requests"
 
 

