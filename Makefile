@@ -61,6 +61,10 @@ demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and st
 bench: $(STAMP) ## latency and throughput benchmarks (prints the README's numbers)
 	$(BIN)/python -m bench.run
 
+.PHONY: parity
+parity: $(STAMP) ## the vision parity gate on a real checkpoint: make parity MODEL=google/siglip-base-patch16-224
+	$(BIN)/vsr-extproc parity --model $(MODEL) --images tests/data/parity --precision $(or $(PRECISION),fp32)
+
 .PHONY: clean
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(PROTO_OUT)

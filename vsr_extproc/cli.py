@@ -84,6 +84,33 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--report", type=Path, help="JSON report path (default: eval-TASK.json)")
     evaluate.set_defaults(run=_eval)
 
+    embed = commands.add_parser(
+        "embed-images",
+        help="write the production path's L2-normalised SigLIP image embeddings (.npy)",
+    )
+    embed.add_argument("--model", required=True, help="SigLIP checkpoint directory or hub id")
+    embed.add_argument("--precision", choices=("fp32", "bf16", "int8"), default="fp32")
+    embed.add_argument("--out", required=True, type=Path, help="FILE.npy")
+    embed.add_argument("images", nargs="+", type=Path, help="one row per image, in this order")
+    embed.set_defaults(run=_embed_images)
+
+    parity = commands.add_parser(
+        "parity", help="compare the production vision path with the transformers reference"
+    )
+    parity.add_argument("--model", required=True, help="SigLIP checkpoint directory or hub id")
+    parity.add_argument("--images", required=True, type=Path, help="a directory of images")
+    parity.add_argument("--precision", choices=("fp32", "bf16", "int8"), default="fp32")
+    parity.add_argument("--exif-orientation", action="store_true", help="rotate by EXIF first")
+    parity.set_defaults(run=_parity)
+
+    probe = commands.add_parser(
+        "probe", help="inversion rate of labels grouped by vertical (for real checkpoints)"
+    )
+    probe.add_argument("--model", required=True, help="SigLIP checkpoint directory or hub id")
+    probe.add_argument("--probes", required=True, type=Path, help="YAML or JSON probe file")
+    probe.add_argument("--precision", choices=("fp32", "bf16", "int8"), default="fp32")
+    probe.set_defaults(run=_probe)
+
     demo = commands.add_parser(
         "demo", help="start Envoy, the processor and stand-in upstreams; send sample requests"
     )
@@ -197,6 +224,31 @@ def _eval(args: argparse.Namespace) -> int:
     path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print(evaluation.summary(report))
     print(f"report: {path}")
+    return 0
+
+
+def _embed_images(args: argparse.Namespace) -> int:
+    from vsr_extproc.runtime.parity import embed_images_to_file
+
+    rows = embed_images_to_file(args.model, args.images, args.out, args.precision)
+    print(f"{args.out}: {rows.shape[0]} × {rows.shape[1]} ({args.precision})")
+    return 0
+
+
+def _parity(args: argparse.Namespace) -> int:
+    from vsr_extproc.runtime.parity import format_parity, run_parity
+
+    report = run_parity(
+        args.model, args.images, args.precision, apply_exif_orientation=args.exif_orientation
+    )
+    print(format_parity(report))
+    return 0 if report.passed else 1
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from vsr_extproc.runtime.parity import format_probe, run_probe
+
+    print(format_probe(run_probe(args.model, args.probes, args.precision)))
     return 0
 
 

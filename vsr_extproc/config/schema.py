@@ -254,6 +254,51 @@ class ImagesConfig(Strict):
     fetch: FetchConfig = Field(
         default=FetchConfig(), description="opt-in fetching of remote image URLs"
     )
+    max_images: int = Field(
+        default=8, ge=1, le=64, description="images inspected per request; the rest are counted"
+    )
+    max_bytes: int = Field(
+        default=20 * 1024 * 1024, gt=0, description="one image's encoded size, decoded or not"
+    )
+    max_pixels: int = Field(
+        default=50_000_000,
+        gt=0,
+        le=89_000_000,
+        description="width × height, checked from the header before any pixel is decoded",
+    )
+    formats: tuple[Literal["png", "jpeg", "webp", "gif", "bmp", "tiff"], ...] = Field(
+        default=("png", "jpeg", "webp", "gif"), min_length=1, description="formats decoded"
+    )
+
+
+class VisionConfig(Strict):
+    """The SigLIP checkpoint behind the ``vision`` signals."""
+
+    model: str | None = Field(
+        default=None,
+        description="a local directory or hub id (e.g. google/siglip-base-patch16-224); "
+        "without one, vision signals report an error and their rules' on_error applies",
+    )
+    precision: Literal["fp32", "bf16", "int8"] = Field(
+        default="fp32", description="fp32 is the reference; bf16 and int8 are opt-in"
+    )
+    apply_exif_orientation: bool = Field(
+        default=False,
+        description="rotate by EXIF first (the reference processor does not, given an image)",
+    )
+    max_batch: int = Field(default=8, ge=1, le=64, description="images per forward pass")
+    max_wait_ms: float = Field(default=0.0, ge=0, le=100, description="batch wait")
+
+
+class OcrConfig(Strict):
+    """OCR of images (rapidocr's PP-OCR models, shipped in its wheel)."""
+
+    max_side: int = Field(
+        default=1600, ge=256, le=8192, description="longer side downscaled to this first"
+    )
+    timeout_ms: int = Field(
+        default=2500, gt=0, le=60_000, description="the OCR budget of one image"
+    )
 
 
 class EmbeddingConfig(Strict):
@@ -377,6 +422,8 @@ class RouterConfig(Strict):
     routing: RoutingConfig = Field(default=RoutingConfig(), description="which paths route")
     limits: LimitsConfig = Field(default=LimitsConfig(), description="request size limits")
     images: ImagesConfig = Field(default=ImagesConfig(), description="image handling")
+    vision: VisionConfig = Field(default=VisionConfig(), description="the SigLIP checkpoint")
+    ocr: OcrConfig = Field(default=OcrConfig(), description="OCR settings")
     text: TextConfig = Field(default=TextConfig(), description="text model settings")
     models: tuple[ModelConfig, ...] = Field(min_length=1, description="the upstream models")
     signals: SignalsConfig = Field(default=SignalsConfig(), description="named signals, by family")

@@ -210,7 +210,8 @@ def prepare_stack(
         _ephemeral(document)
     envoy = document["envoy"]
     processor = envoy["processor"][0]
-    document.setdefault("server", {})["listen"] = f"{processor['address']}:{processor['port']}"
+    address = processor.get("address", "127.0.0.1")
+    document.setdefault("server", {})["listen"] = f"{address}:{processor['port']}"
     config = parse_config(document)
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vsr-stack-"))
     workdir.mkdir(parents=True, exist_ok=True)

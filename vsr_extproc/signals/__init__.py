@@ -13,6 +13,7 @@ from vsr_extproc.signals import (
     language,
     modality,
     pii,
+    vision,
 )
 from vsr_extproc.signals.base import SignalFamily
 
@@ -27,5 +28,6 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
         pii.FAMILY,
         jailbreak.FAMILY,
         language.FAMILY,
+        vision.FAMILY,
     )
 }
