@@ -213,3 +213,12 @@ def test_every_decision_is_evaluated_and_traced(router: Router) -> None:
         "modality.image",
         "context.short",
     }
+
+
+def test_a_body_over_the_policys_limit_is_refused_before_parsing() -> None:
+    config = {**CONFIG, "limits": {"max_body_bytes": 100}}
+    small = Router(compile_policy(parse_config(config), Resources()))
+    from vsr_extproc.errors import RequestTooLarge
+
+    with pytest.raises(RequestTooLarge, match="accepts at most 100"):
+        asyncio.run(small.explain(body(chat(user("x" * 200)))))

@@ -14,6 +14,7 @@ from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.policy import Policy
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.runner import SignalRunner
+from vsr_extproc.errors import RequestTooLarge
 
 #: fills in the bytes of remote images before signals run (the opt-in fetcher)
 ImageFetcher = Callable[[NormalizedRequest], Awaitable[None]]
@@ -40,6 +41,12 @@ class Router:
         return previous
 
     def parse(self, body: bytes, policy: Policy) -> NormalizedRequest:
+        """Parse a body within the policy's limits (``RequestError`` when it is not one)."""
+        limit = policy.limits.max_body_bytes
+        if len(body) > limit:
+            raise RequestTooLarge(
+                f"the request body is {len(body)} bytes; this router accepts at most {limit}"
+            )
         return normalize(body, max_parts=policy.limits.max_content_parts)
 
     async def decide(self, request: NormalizedRequest, policy: Policy) -> RoutingDecision:
