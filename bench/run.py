@@ -18,18 +18,17 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import yaml
 
+from bench.common import decide_once, describe, processor
 from bench.loadgen import LoadResult, encode_request, run_load
-from vsr_extproc.demo.stack import Stack, _serving, prepare_stack
+from vsr_extproc.demo.stack import Stack, prepare_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "deploy" / "demo" / "router.yaml"
@@ -91,7 +90,7 @@ def load(stack: Stack, concurrency: int, duration: float) -> LoadResult:
     )
 
 
-def describe(label: str, result: LoadResult) -> str:
+def describe_load(label: str, result: LoadResult) -> str:
     ok = result.statuses.get(200, 0)
     return (
         f"{label:<34} {result.requests:>7} req  {result.rate:>8.0f} req/s  "
@@ -127,31 +126,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
     parser.add_argument("--samples", type=int, default=40, help="decisions per prompt size")
-    parser.add_argument(
-        "--only", choices=("routing", "text"), help="run one section of the benchmark"
-    )
+    parser.add_argument("--only", choices=("routing", "text", "vision"), help="run one section")
     args = parser.parse_args(argv)
     print(f"vsr-extproc bench — {os.cpu_count()} CPUs, {args.duration:g} s per measurement")
-    if args.only != "routing":
+    if args.only in (None, "vision"):
+        from bench import vision
+
+        print("\n== images: preprocessing, decisions with vision (SigLIP-base size), OCR")
+        vision.main(min(args.samples, 20))
+        if args.only == "vision":
+            return 0
+    if args.only in (None, "text"):
         print(
             "\n== text decisions through the processor's gRPC service (demo config: domain, "
             "pii, jailbreak, language and the rule signals; fresh prompts, one at a time)"
         )
         for label, runs in text_decisions(args.samples).items():
-            ordered = sorted(runs)
-            p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-            print(
-                f"{label:<34} p50 {statistics.median(runs):6.1f} ms  "
-                f"p99 {p99:6.1f} ms  ({len(runs)} decisions)"
-            )
+            print(describe(label, runs))
         if args.only == "text":
             return 0
     print("\n== routing overhead: Envoy → stand-in upstream, deterministic signals only")
     numbers = routing_overhead(args.duration)
     base, routed, loaded = numbers["baseline_c1"], numbers["routed_c1"], numbers["routed_c32"]
-    print(describe("without processor, 1 connection", base))
-    print(describe("with processor, 1 connection", routed))
-    print(describe("with processor, 32 connections", loaded))
+    print(describe_load("without processor, 1 connection", base))
+    print(describe_load("with processor, 1 connection", routed))
+    print(describe_load("with processor, 32 connections", loaded))
     added50 = routed.percentile(50) - base.percentile(50)
     added99 = routed.percentile(99) - base.percentile(99)
     per_request_ms = numbers["processor_cpu_s"] / max(loaded.requests, 1) * 1000
@@ -171,40 +170,6 @@ def _prompt(rng: random.Random, sentences: list[str], tokens: int, tokenizer: An
     return " ".join(words)
 
 
-async def _decide_once(stub: Any, body: bytes) -> tuple[float, str]:
-    from envoy.config.core.v3 import base_pb2
-    from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
-
-    headers = base_pb2.HeaderMap(
-        headers=[
-            base_pb2.HeaderValue(key=":path", raw_value=b"/v1/chat/completions"),
-            base_pb2.HeaderValue(key=":method", raw_value=b"POST"),
-        ]
-    )
-    started = time.perf_counter()
-    call = stub.Process()
-    await call.write(
-        ext_proc.ProcessingRequest(request_headers=ext_proc.HttpHeaders(headers=headers))
-    )
-    await call.read()
-    await call.write(
-        ext_proc.ProcessingRequest(request_body=ext_proc.HttpBody(body=body, end_of_stream=True))
-    )
-    answer = await call.read()
-    elapsed = (time.perf_counter() - started) * 1000
-    await call.done_writing()
-    decision = "?"
-    if answer.HasField("request_body"):
-        for option in answer.request_body.response.header_mutation.set_headers:
-            if option.header.key == "x-vsr-decision":
-                decision = option.header.raw_value.decode()
-    elif answer.HasField("immediate_response"):
-        for option in answer.immediate_response.headers.set_headers:
-            if option.header.key == "x-vsr-decision":
-                decision = option.header.raw_value.decode()
-    return elapsed, decision
-
-
 async def _chat_turns(
     stub: Any, rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any, samples: int
 ) -> list[float]:
@@ -221,10 +186,10 @@ async def _chat_turns(
             history.append({"role": "user", "content": _prompt(rng, sentences, 60, tokenizer)})
             history.append({"role": "assistant", "content": rng.choice(sentences)})
         # the history was seen before (the previous turn sent it); only the last is new
-        await _decide_once(stub, orjson.dumps({"model": "auto", "messages": history}))
+        await decide_once(stub, orjson.dumps({"model": "auto", "messages": history}))
         newest = {"role": "user", "content": _prompt(rng, sentences, 60, tokenizer)}
         body = orjson.dumps({"model": "auto", "messages": [*history, newest]})
-        elapsed, _ = await _decide_once(stub, body)
+        elapsed, _ = await decide_once(stub, body)
         if index >= 3:
             runs.append(elapsed)
     return runs
@@ -245,37 +210,28 @@ def text_decisions(samples: int) -> dict[str, list[float]]:
     rng = random.Random(7)
     document = yaml.safe_load(DEMO.read_text())
     timings: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="vsr-bench-") as tmp:
-        stack = prepare_stack(document, Path(tmp), ephemeral_ports=True)
-        stack.start_processor()
-        try:
-            assert stack.config.envoy is not None
-            endpoint = stack.config.envoy.processor[0]
-            target = f"{endpoint.address}:{endpoint.port}"
-            stack.wait_until("processor", lambda: _serving(target), 180)
+    with processor(document) as target:
 
-            async def drive() -> None:
-                async with grpc.aio.insecure_channel(target) as channel:
-                    stub = ext_proc_grpc.ExternalProcessorStub(channel)
-                    for tokens in (500, 2000):
-                        runs = []
-                        for index in range(samples + 3):
-                            prompt = _prompt(rng, sentences, tokens, tokenizer)
-                            body = orjson.dumps(
-                                {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
-                            )
-                            elapsed, _ = await _decide_once(stub, body)
-                            if index >= 3:  # warm-up
-                                runs.append(elapsed)
-                        timings[f"{tokens}-token prompt"] = runs
-                    for tokens in (500, 2000):
-                        timings[f"{tokens}-token chat, newest turn ~60"] = await _chat_turns(
-                            stub, rng, sentences, tokens, tokenizer, samples
+        async def drive() -> None:
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = ext_proc_grpc.ExternalProcessorStub(channel)
+                for tokens in (500, 2000):
+                    runs = []
+                    for index in range(samples + 3):
+                        prompt = _prompt(rng, sentences, tokens, tokenizer)
+                        body = orjson.dumps(
+                            {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
                         )
+                        elapsed, _ = await decide_once(stub, body)
+                        if index >= 3:  # warm-up
+                            runs.append(elapsed)
+                    timings[f"{tokens}-token prompt"] = runs
+                for tokens in (500, 2000):
+                    timings[f"{tokens}-token chat, newest turn ~60"] = await _chat_turns(
+                        stub, rng, sentences, tokens, tokenizer, samples
+                    )
 
-            asyncio.run(drive())
-        finally:
-            stack.stop()
+        asyncio.run(drive())
     return timings
 
 

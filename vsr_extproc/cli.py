@@ -119,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--once", action="store_true", help="exit after printing the table (no serving)"
     )
+    demo.add_argument(
+        "--vision-model",
+        help="a SigLIP checkpoint (directory or hub id) for the vision scenarios",
+    )
     demo.set_defaults(run=_demo)
     return parser
 
@@ -255,7 +259,7 @@ def _probe(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from vsr_extproc.demo.run import run_demo
 
-    return run_demo(args.config, port=args.port, once=args.once)
+    return run_demo(args.config, port=args.port, once=args.once, vision_model=args.vision_model)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ configured grace period.
 from __future__ import annotations
 
 import asyncio
+import base64
 import signal
+import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,12 +33,34 @@ from vsr_extproc.signals.base import Resources
 log = structlog.get_logger("vsr_extproc.service")
 
 EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
+
+
+def _warm_up_image(width: int = 64, height: int = 48) -> str:
+    """A small grey PNG as a data URL, written without an imaging library."""
+    raw = b"".join(b"\x00" + b"\x80\x80\x80" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+    return "data:image/png;base64," + base64.b64encode(png + chunk(b"IEND", b"")).decode()
+
+
+# one request that touches every signal family a config can reference, images included
 _WARM_UP_BODY = orjson.dumps(
     {
         "model": "auto",
         "messages": [
             {"role": "system", "content": "You are a helpful assistant."},
-            {"role": "user", "content": "Warm-up: summarise the plot of a short story."},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Warm-up: summarise the plot of a short story."},
+                    {"type": "image_url", "image_url": {"url": _warm_up_image()}},
+                ],
+            },
         ],
     }
 )

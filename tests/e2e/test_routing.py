@@ -30,6 +30,9 @@ SAMPLES = ROOT / "deploy" / "demo" / "requests"
         ("09-personal-data", 200, "protect_pii", "restricted", "restricted_vlm"),
         ("10-jailbreak", 403, "block_jailbreak", "none", None),
         ("11-german", 200, "not_english", "multilingual", "multilingual_llm"),
+        ("12-passport", 200, "identity_document", "restricted", "restricted_vlm"),
+        ("13-chest-xray", 200, "image_understanding", "vision", "general_vlm"),
+        ("14-code-screenshot", 200, "security_review", "code_review", "code_vlm"),
     ],
 )
 def test_demo_requests_route_per_decision(

@@ -72,6 +72,7 @@ def test_one_route_per_model_and_a_closed_catch_all() -> None:
         "medical": "medical_vlm",
         "restricted": "restricted_vlm",
         "multilingual": "multilingual_llm",
+        "code_review": "code_vlm",
     }
     assert routes[-1]["direct_response"]["status"] == 503
 

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import Evaluation, Outcome, Signal, SignalResult
+from vsr_extproc.errors import SignalError
 
 
 class SignalObserver(Protocol):
@@ -29,6 +30,8 @@ def _ignore(result: SignalResult, *, timed_out: bool) -> None:
 
 def _describe(exc: BaseException) -> str:
     text = str(exc)
+    if isinstance(exc, SignalError) and text:
+        return text  # a signal's own, deliberate explanation
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

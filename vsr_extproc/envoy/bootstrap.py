@@ -29,7 +29,13 @@ from typing import Any
 import yaml
 from pydantic.warnings import PydanticDeprecatedSince212
 
-from vsr_extproc.config.schema import ClusterConfig, Endpoint, EnvoyConfig, RouterConfig
+from vsr_extproc.config.schema import (
+    ClusterConfig,
+    Endpoint,
+    EnvoyConfig,
+    RouteActionConfig,
+    RouterConfig,
+)
 from vsr_extproc.envoy.convert import DECISION_HEADER, METADATA_NAMESPACE, MODEL_HEADER
 from vsr_extproc.errors import ConfigError
 
@@ -49,7 +55,11 @@ def build_bootstrap(config: RouterConfig) -> dict[str, Any]:
     if envoy is None:
         raise ConfigError(["envoy: the config has no envoy section to build from"])
     clusters = {cluster.name: cluster for cluster in envoy.clusters}
-    routes = [_model_route(model.name, clusters[model.cluster]) for model in config.models]
+    response_headers = _response_headers(config)
+    routes = [
+        _model_route(model.name, clusters[model.cluster], response_headers)
+        for model in config.models
+    ]
     routes.append(_catch_all(config, envoy, clusters))
     return {
         "admin": {"address": _socket(envoy.admin)},
@@ -110,16 +120,32 @@ def _typed(type_name: str, **fields: Any) -> dict[str, Any]:
     return {"@type": f"{_TYPES}.{type_name}", **fields}
 
 
-_RESPONSE_HEADERS = [
-    {
-        "header": {"key": name, "value": f"%REQ({name})%"},
-        "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
-    }
-    for name in (DECISION_HEADER, MODEL_HEADER)
-]
+def _response_headers(config: RouterConfig) -> list[dict[str, Any]]:
+    """Copied from the request the processor decided to the client's response.
+
+    The decision and the model always; flags a decision raises (``signal_headers``, e.g.
+    ``x-vsr-secret-leak``) only when the processor set them — Envoy leaves out a header
+    whose ``%REQ()%`` is empty.
+    """
+    actions = [decision.action for decision in config.decisions] + [config.default.action]
+    flags = [
+        header.header
+        for action in actions
+        if isinstance(action, RouteActionConfig)
+        for header in action.signal_headers
+    ]
+    return [
+        {
+            "header": {"key": name, "value": f"%REQ({name})%"},
+            "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+        }
+        for name in dict.fromkeys((DECISION_HEADER, MODEL_HEADER, *flags))
+    ]
 
 
-def _model_route(model: str, cluster: ClusterConfig) -> dict[str, Any]:
+def _model_route(
+    model: str, cluster: ClusterConfig, response_headers: list[dict[str, Any]]
+) -> dict[str, Any]:
     route: dict[str, Any] = {"cluster": cluster.name, "timeout": _seconds(cluster.timeout_ms)}
     if cluster.retries:
         route["retry_policy"] = {
@@ -134,7 +160,7 @@ def _model_route(model: str, cluster: ClusterConfig) -> dict[str, Any]:
             "headers": [{"name": MODEL_HEADER, "string_match": {"exact": model}}],
         },
         "route": route,
-        "response_headers_to_add": _RESPONSE_HEADERS,
+        "response_headers_to_add": response_headers,
     }
 
 

@@ -8,6 +8,8 @@ from vsr_extproc.signals import (
     context,
     conversation,
     domain,
+    image,
+    image_text,
     jailbreak,
     keyword,
     language,
@@ -29,5 +31,7 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
         jailbreak.FAMILY,
         language.FAMILY,
         vision.FAMILY,
+        image.FAMILY,
+        image_text.FAMILY,
     )
 }

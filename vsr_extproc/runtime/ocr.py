@@ -1,0 +1,415 @@
+"""OCR of request images with the PP-OCRv4 models shipped in ``rapidocr-onnxruntime``.
+
+``OcrEngine.read`` takes a decoded PIL image and returns its text lines (text, box,
+confidence) and the whole text in reading order. ``OcrEngine.read_async`` runs it on the
+engine's own single worker thread under a deadline: OCR takes hundreds of milliseconds to
+seconds, so it must neither block the event loop nor queue behind (and hold up) the short
+jobs on the signals' shared ``run_cpu`` thread. onnxruntime runs its own intra-op threads
+inside that worker.
+
+The pipeline is rapidocr's detector and recogniser, driven here rather than through
+``RapidOCR.__call__``, for four reasons found by measurement (below):
+
+* no angle classifier. On a rendered config file it judged two of twelve lines upside
+  down and turned them to ``""`` and ``"C"`` — one of them held the AWS key. Chat images
+  are upright (or carry an EXIF orientation, which is applied first);
+* recognition one text line per call. rapidocr pads every batch of six crops to the
+  widest one; one call per crop read the same 32 lines in two thirds of the CPU time
+  (676 vs 1030 ms on one thread);
+* detection at the image's own size, capped at ``det_limit_side`` on the longer side,
+  instead of stretching the *shorter* side to 736 px (rapidocr's default): a 736×530
+  screenshot was detected at 1022×736, and a 640×420 photo at 1121×736;
+* a deadline checked between detection and each recognised line, so a request's budget
+  really bounds the thread's work; a cancelled request stops it too.
+
+The onnxruntime sessions are rebuilt with two intra-op threads (the machines have two
+cores; one thread cost ~25% more latency for ~20% less CPU), onnxruntime's memory arena
+(rapidocr turns it off; it measured no worse) and without spin-waiting: spinning bought
+~9% OCR latency for ~25% more CPU burnt and ~20% less throughput for a Python thread
+running beside it — on two cores, that thread is every other signal.
+
+Measured on the committed test images (tests/data/images) plus a 70-line screenshot of the
+same code (and that screenshot at 2× "retina" scale), 2 cores, each image read 5 times in
+its own process, best run; wall / CPU milliseconds:
+
+    image                            rapidocr defaults      this engine
+    passport.png (1000×700)             548 / 1075           463 / 767
+    passport_photo.jpg (1080×780)       482 /  964           452 / 752
+    code_clean.png (40 lines)           757 / 1504           591 / 990
+    code_with_key.png (21 lines)        616 / 1210           336 / 572   (defaults lose the key)
+    photo_car.jpg (no text)             143 /  285            36 /  59
+    70-line code screenshot            1181 / 2328          1008 / 1699
+    the same at 2× (1274×3078)         1303 / 2583          1043 / 1739
+
+Recognition is most of what is left (about 14 ms a line); it is the model's cost, not
+padding or batching. Narrower padding than the model's 320 px did not change the time
+measurably and changed a line's text, so it stays.
+
+OCR output is normalised for the detectors that read it: NFKC (the Chinese-trained
+recogniser emits full-width ``，`` and ``：``), typographic quotes and CJK brackets to ASCII,
+and ``×`` to ``X``/``x`` (it reads a monospace X as the multiplication sign, which broke
+the MRZ's document number).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import os
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from vsr_extproc.errors import ModelUnavailable
+
+UInt8Array = npt.NDArray[np.uint8]
+FloatArray = npt.NDArray[np.float32]
+
+# EXIF orientation → the transposition that makes the image upright
+_UPRIGHT: dict[int, Image.Transpose] = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+_PUNCTUATION = str.maketrans(
+    {
+        "“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "《": "<<", "》": ">>",
+        "〈": "<", "〉": ">", "「": '"', "」": '"', "、": ",", "。": ".", "—": "-", "–": "-",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """How the engine reads; the defaults are the measured choices in the module docstring."""
+
+    max_side: int = 1600  # longer side of the image OCR sees (downscaled, never upscaled)
+    det_limit_side: int = 960  # longer side the detector sees
+    min_confidence: float = 0.5  # lines the recogniser is less sure of are dropped
+    threads: int = field(default_factory=lambda: min(2, len(os.sched_getaffinity(0))))
+
+
+@dataclass(frozen=True, slots=True)
+class OcrLine:
+    """One recognised text box: its text, its axis-aligned box (x0, y0, x1, y1) in the
+    pixels of the input image (turned upright by its EXIF orientation), and the
+    recogniser's confidence. The text stays out of the repr: it may be personal data."""
+
+    text: str = field(repr=False)
+    box: tuple[float, float, float, float]
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class OcrResult:
+    """What OCR read from one image.
+
+    ``text`` joins the lines in reading order: rows top to bottom, boxes on one row left
+    to right and joined by a space. ``complete`` is False when the deadline or a
+    cancellation stopped recognition: ``boxes`` text boxes were found, only ``lines``
+    (those read, at most ``boxes``) were recognised.
+    """
+
+    lines: list[OcrLine]
+    text: str = field(repr=False)
+    seconds: float
+    boxes: int = 0
+    complete: bool = True
+
+
+class OcrStopped(Exception):
+    """Raised inside the pipeline when its deadline passed or its caller went away."""
+
+
+class OcrEngine:
+    """PP-OCRv4 text detection and recognition on onnxruntime, loaded once.
+
+    ``read`` is synchronous and not thread-safe (one pipeline, one set of sessions);
+    ``read_async`` serialises calls on the engine's own worker thread.
+    """
+
+    def __init__(self, settings: OcrSettings | None = None) -> None:
+        self.settings = settings or OcrSettings()
+        self._detector, self._recogniser = _load_models(self.settings)
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ocr")
+        self._warm_up()
+
+    def read(
+        self,
+        image: Image.Image,
+        *,
+        orientation: int = 1,
+        deadline: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> OcrResult:
+        """OCR ``image`` (any PIL mode; EXIF ``orientation`` applied first).
+
+        ``deadline`` is a ``time.perf_counter()`` value: past it, reading stops and the
+        result is marked incomplete. Setting ``stop`` does the same.
+        """
+        started = perf_counter()
+
+        def check() -> None:
+            if (deadline is not None and perf_counter() > deadline) or (
+                stop is not None and stop.is_set()
+            ):
+                raise OcrStopped
+
+        pixels, scale = prepare(image, orientation, self.settings.max_side)
+        lines: list[OcrLine] = []
+        boxes: list[FloatArray] = []
+        try:
+            check()
+            boxes = self._detect(pixels)
+            for quad in boxes:
+                check()
+                text, confidence = self._recognise(_crop(pixels, quad))
+                if text.strip() and confidence >= self.settings.min_confidence:
+                    lines.append(OcrLine(normalise(text), _scaled_box(quad, scale), confidence))
+        except OcrStopped:
+            complete = False
+        else:
+            complete = True
+        rows = reading_order(lines)
+        return OcrResult(
+            [line for row in rows for line in row],
+            "\n".join(" ".join(line.text for line in row) for row in rows),
+            perf_counter() - started,
+            boxes=len(boxes),
+            complete=complete,
+        )
+
+    async def read_async(
+        self, image: Image.Image, *, orientation: int = 1, budget_s: float | None = None
+    ) -> OcrResult:
+        """``read`` on the engine's worker thread, stopping ``budget_s`` after it starts.
+
+        The budget starts when this image's OCR starts, not while it waits behind other
+        images: a request's several images each get the whole budget, and the signal's
+        own timeout bounds the wait. A caller that is cancelled (its request timed out or
+        finished) stops the thread at the next line, or removes the job before it starts.
+        """
+        stop = threading.Event()
+
+        def work() -> OcrResult:
+            deadline = None if budget_s is None else perf_counter() + budget_s
+            return self.read(image, orientation=orientation, deadline=deadline, stop=stop)
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        finally:
+            stop.set()
+
+    def close(self) -> None:
+        """Stop the worker thread once its current image is done (reading stops early)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # --- the pipeline -------------------------------------------------------------------
+
+    def _detect(self, pixels: UInt8Array) -> list[FloatArray]:
+        """Text box quadrilaterals (4×2, clockwise from top-left) in ``pixels``' frame."""
+        padded, (top, left) = _pad_for_detection(pixels)
+        quads, _ = self._detector(padded)
+        if quads is None or len(quads) == 0:
+            return []
+        height, width = pixels.shape[:2]
+        shifted = [np.asarray(quad, dtype=np.float32) - (left, top) for quad in quads]
+        clipped = [np.clip(quad, 0, (width - 1, height - 1)).astype(np.float32) for quad in shifted]
+        # top to bottom, so that a deadline leaves the top of the image read
+        return sorted(clipped, key=lambda quad: (float(quad[0][1]), float(quad[0][0])))
+
+    def _recognise(self, crop: UInt8Array) -> tuple[str, float]:
+        (result,), _ = self._recogniser([crop])
+        return str(result[0]), float(result[1])
+
+    def _warm_up(self) -> None:
+        """One tiny read, so the first request does not pay onnxruntime's first-run setup."""
+        canvas = Image.new("RGB", (160, 48), "white")
+        from PIL import ImageDraw
+
+        ImageDraw.Draw(canvas).text((8, 16), "warm up 0123", fill="black")
+        self.read(canvas)
+
+
+def _load_models(settings: OcrSettings) -> tuple[Any, Any]:
+    """rapidocr's detector and recogniser, with sessions built by ``_session``."""
+    try:
+        from rapidocr_onnxruntime.ch_ppocr_det import TextDetector
+        from rapidocr_onnxruntime.ch_ppocr_rec import TextRecognizer
+        from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
+        from rapidocr_onnxruntime.utils import read_yaml, update_model_path
+    except ImportError as exc:  # pragma: no cover - a hard dependency
+        raise ModelUnavailable(f"rapidocr-onnxruntime is not installed: {exc}") from exc
+    config = update_model_path(read_yaml(DEFAULT_CFG_PATH))
+    det_config = {**config["Det"], "limit_type": "max", "limit_side_len": settings.det_limit_side}
+    rec_config = {**config["Rec"], "rec_batch_num": 1}
+    try:
+        detector = TextDetector(det_config)
+        recogniser = TextRecognizer(rec_config)
+        # rapidocr builds its sessions without a way to pass session config entries, so
+        # they are rebuilt (the models are small: 4.7 MB and 10.9 MB)
+        detector.infer.session = _session(det_config["model_path"], settings.threads)
+        recogniser.session.session = _session(rec_config["model_path"], settings.threads)
+    except Exception as exc:
+        raise ModelUnavailable(f"the OCR models could not be loaded: {exc}") from exc
+    return detector, recogniser
+
+
+def _session(model_path: str | Path, threads: int) -> Any:
+    # onnxruntime ships no type information (and is not in mypy's ignore list)
+    import onnxruntime  # type: ignore[import-untyped]
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(
+        str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+# --- image preparation ----------------------------------------------------------------------
+
+
+def prepare(image: Image.Image, orientation: int, max_side: int) -> tuple[UInt8Array, float]:
+    """An upright BGR array (rapidocr's models take OpenCV's channel order) with the
+    longer side at most ``max_side``, and the factor from its pixels back to the (upright)
+    input's.
+
+    Transparency is composited on white (text drawn on a transparent canvas is usually
+    dark); 16- and 32-bit greyscale is scaled to 8 bits instead of clipped to white.
+    """
+    if orientation in _UPRIGHT:
+        image = image.transpose(_UPRIGHT[orientation])
+    image = _to_rgb(image)
+    longest = max(image.size)
+    scale = 1.0
+    if longest > max_side:
+        scale = longest / max_side
+        size = (max(1, round(image.width / scale)), max(1, round(image.height / scale)))
+        image = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+    rgb = np.asarray(image, dtype=np.uint8)
+    return np.ascontiguousarray(rgb[:, :, ::-1]), scale
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    mode = image.mode
+    if mode.startswith("I") or mode == "F":
+        return Image.fromarray(_to_8bit(np.asarray(image)), "L").convert("RGB")
+    if mode == "RGB":
+        return image
+    transparent = "A" in image.getbands() or image.info.get("transparency") is not None
+    if transparent:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def _to_8bit(values: npt.NDArray[Any]) -> UInt8Array:
+    """Stretch a high-bit-depth greyscale array over 0-255."""
+    array = values.astype(np.float64)
+    low, high = float(array.min()), float(array.max())
+    if high <= low:
+        return np.zeros(array.shape, dtype=np.uint8)
+    return np.round((array - low) * (255.0 / (high - low))).astype(np.uint8)
+
+
+def _pad_for_detection(pixels: UInt8Array) -> tuple[UInt8Array, tuple[int, int]]:
+    """Pad thin images by repeating their border: the detector rounds sides to multiples
+    of 32 (a 12 px tall strip would vanish) and misses text in very wide strips."""
+    height, width = pixels.shape[:2]
+    target_height = max(height, 64, math.ceil(width / 8))
+    target_width = max(width, 64, math.ceil(height / 8))
+    top, left = (target_height - height) // 2, (target_width - width) // 2
+    if (top, left) == (0, 0) and (target_height, target_width) == (height, width):
+        return pixels, (0, 0)
+    import cv2
+
+    bottom, right = target_height - height - top, target_width - width - left
+    padded = cv2.copyMakeBorder(pixels, top, bottom, left, right, cv2.BORDER_REPLICATE)
+    return np.asarray(padded, dtype=np.uint8), (top, left)
+
+
+def _crop(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
+    """The text box straightened to a rectangle (rapidocr's crop, with its rule that a
+    box 1.5× taller than wide is vertical text, turned to read left to right)."""
+    import cv2
+
+    width = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
+    height = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
+    width, height = max(width, 1), max(height, 1)
+    target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
+    matrix = cv2.getPerspectiveTransform(quad.astype(np.float32), target)
+    crop = cv2.warpPerspective(
+        pixels, matrix, (width, height), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC
+    )
+    if height >= 1.5 * width:
+        crop = np.rot90(crop)
+    return np.ascontiguousarray(crop, dtype=np.uint8)
+
+
+def _scaled_box(quad: FloatArray, scale: float) -> tuple[float, float, float, float]:
+    x0, y0 = quad.min(axis=0) * scale
+    x1, y1 = quad.max(axis=0) * scale
+    return round(float(x0), 1), round(float(y0), 1), round(float(x1), 1), round(float(y1), 1)
+
+
+# --- text -----------------------------------------------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """OCR text as the detectors expect it (see the module docstring)."""
+    text = unicodedata.normalize("NFKC", text).translate(_PUNCTUATION)
+    if "×" not in text:
+        return text.strip()
+    chars = list(text)
+    for index, char in enumerate(chars):
+        if char == "×":
+            neighbours = "".join(chars[max(0, index - 2) : index + 3])
+            chars[index] = "x" if any(c.islower() for c in neighbours) else "X"
+    return "".join(chars).strip()
+
+
+def reading_order(lines: list[OcrLine]) -> list[list[OcrLine]]:
+    """Lines grouped into rows, top to bottom, each row's boxes left to right.
+
+    Two boxes share a row when their vertical centres differ by less than half the
+    smaller box's height. Boxes are compared by centre, not by overlap, so the two MRZ
+    lines of a slightly rotated photo (whose axis-aligned boxes overlap) stay apart.
+    """
+    rows: list[list[OcrLine]] = []
+    for line in sorted(lines, key=_centre_y):
+        # sorted by centre, a box's row partner is among the last rows started
+        for row in reversed(rows[-3:]):
+            anchor = row[-1]
+            limit = 0.5 * min(_height(line), _height(anchor))
+            if abs(_centre_y(line) - _centre_y(anchor)) < limit:
+                row.append(line)
+                break
+        else:
+            rows.append([line])
+    return [sorted(row, key=lambda item: item.box[0]) for row in rows]
+
+
+def _centre_y(line: OcrLine) -> float:
+    return (line.box[1] + line.box[3]) / 2
+
+
+def _height(line: OcrLine) -> float:
+    return line.box[3] - line.box[1]

@@ -1,0 +1,319 @@
+"""``image_text``: what the text *in* the request's images says, read by OCR.
+
+    signals:
+      image_text:
+        - name: passport_mrz
+          detect: mrz
+          require_valid: true          # every ICAO check digit passes after OCR repair
+        - name: secrets_in_screenshot
+          detect: secrets
+        - name: code_screenshot
+          detect: code
+          min_score: 0.5               # code_score threshold
+        - name: personal_data_in_image
+          detect: pii
+          types: [email, phone, card, iban, ssn, date_of_birth]
+
+Each inspected image (the first ``images.max_images``) is decoded and OCR'd at most once
+per request, whichever signals ask, and only when a referenced ``image_text`` signal
+runs: nothing else in the router calls OCR. OCR runs on its own worker thread (never on
+the event loop or the short-job ``run_cpu`` thread), each image within ``ocr.timeout_ms``
+of its OCR starting. Results are also kept by image content for later requests (a chat
+resends its images on every turn), in a small in-memory LRU that is never logged.
+
+The signal matches when any image yields a finding. Its value lists, per image, its
+index, what was found (counts by type or kind, MRZ format and validity, code score and
+language), ``ocr_ms`` and the number of ``lines`` — never the text, a value or a secret.
+An image that fails to decode or to OCR is reported with its reason while the others are
+evaluated; when every image fails, the signal fails with those reasons and the rule's
+``on_error`` applies. OCR cut short by its budget still counts what it read; if that was
+nothing, the image counts as failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.detectors import FindingType, code_score, find_mrz, find_pii, find_secrets
+from vsr_extproc.errors import ImageError, SignalError
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
+from vsr_extproc.signals.images import decode, image_limits, inspected
+
+if TYPE_CHECKING:
+    from vsr_extproc.core.request import ImagePart
+    from vsr_extproc.runtime.images import ImageLimits
+    from vsr_extproc.runtime.ocr import OcrEngine, OcrResult
+
+Detect = Literal["mrz", "pii", "secrets", "code"]
+
+# which options belong to which kind of detection
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    "types": ("pii",),
+    "min_confidence": ("pii", "secrets"),
+    "min_score": ("code",),
+    "require_valid": ("mrz",),
+}
+
+
+class ImageTextEntry(AsyncSignalEntry):
+    detect: Detect = Field(description="what to look for in the OCR text: mrz, pii, secrets, code")
+    types: tuple[FindingType, ...] = Field(
+        default=(), description="pii: finding types that count; empty = every type"
+    )
+    min_confidence: float = Field(
+        default=0.5, ge=0, le=1, description="pii, secrets: weaker findings are ignored"
+    )
+    min_score: float = Field(
+        default=0.5, ge=0, le=1, description="code: the code_score that makes it match"
+    )
+    require_valid: bool = Field(
+        default=False,
+        description="mrz: only an MRZ whose check digits all pass (after OCR repair) counts",
+    )
+    timeout_ms: int = Field(
+        default=4000,
+        gt=0,
+        le=120_000,
+        description="the signal's budget for all its images (each image's OCR also has "
+        "ocr.timeout_ms); keep it under envoy.message_timeout_ms",
+    )
+
+    @model_validator(mode="after")
+    def _options_fit(self) -> ImageTextEntry:
+        for option in sorted(self.model_fields_set & _OPTIONS.keys()):
+            if self.detect not in _OPTIONS[option]:
+                kinds = " or ".join(_OPTIONS[option])
+                raise ValueError(f"{option} applies to detect: {kinds}, not {self.detect}")
+        return self
+
+
+# --- OCR, once per image ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImageText:
+    """One image's OCR, as the detectors need it. ``text`` never leaves this module (and
+    stays out of the repr, so a stray log line cannot carry it)."""
+
+    text: str = field(repr=False)
+    lines: int
+    ocr_ms: float
+    complete: bool
+    cached: bool = False
+
+
+class ImageReader:
+    """The OCR engine, with a content-keyed LRU of complete results."""
+
+    def __init__(self, engine: OcrEngine, cache_size: int = 64) -> None:
+        self.engine = engine
+        self._cache: OrderedDict[str, ImageText] = OrderedDict()
+        self._cache_size = cache_size
+
+    async def read(
+        self, evaluation: Evaluation, image: ImagePart, limits: ImageLimits, budget_s: float
+    ) -> ImageText | ImageError:
+        """The text of ``image``: once per request, and from the cache when seen before."""
+
+        async def compute() -> ImageText | ImageError:
+            decoded = await decode(evaluation, image, limits)
+            if isinstance(decoded, ImageError):
+                return decoded
+            key = await run_cpu(image.digest)
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return ImageText(cached.text, cached.lines, cached.ocr_ms, True, cached=True)
+            try:
+                result = await self.engine.read_async(
+                    decoded.image, orientation=decoded.exif_orientation, budget_s=budget_s
+                )
+            except Exception as exc:  # onnxruntime and OpenCV raise their own types
+                return ImageError(f"OCR failed: {type(exc).__name__}: {exc}")
+            text = _image_text(result)
+            if text.complete:
+                self._remember(key, text)
+            return text
+
+        return await evaluation.once(("ocr", image.index), compute)
+
+    def _remember(self, key: str, text: ImageText) -> None:
+        self._cache[key] = text
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def close(self) -> None:
+        self._cache.clear()
+        self.engine.close()
+
+
+def _image_text(result: OcrResult) -> ImageText:
+    return ImageText(
+        result.text, len(result.lines), round(result.seconds * 1000, 1), result.complete
+    )
+
+
+def load_reader(resources: Resources) -> ImageReader:
+    """The shared OCR reader for the configured ``ocr`` settings (loaded once)."""
+    max_side: int = resources.config.ocr.max_side
+
+    def make() -> ImageReader:
+        from vsr_extproc.runtime.ocr import OcrEngine, OcrSettings
+
+        return ImageReader(OcrEngine(OcrSettings(max_side=max_side)))
+
+    reader: ImageReader = resources.get(("ocr", max_side), make)
+    return reader
+
+
+# --- detection ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What one image's text yielded: a match, its confidence, and a text-free summary."""
+
+    matched: bool
+    confidence: float
+    summary: dict[str, Any]
+
+
+class TextDetector:
+    """One entry's detection over OCR text (pure CPU work, run on ``run_cpu``)."""
+
+    def __init__(self, entry: ImageTextEntry) -> None:
+        self.detect: Detect = entry.detect
+        self.types = frozenset(entry.types) or None
+        self.min_confidence = entry.min_confidence
+        self.min_score = entry.min_score
+        self.require_valid = entry.require_valid
+
+    def __call__(self, text: str) -> Detected:
+        if self.detect == "mrz":
+            return self._mrz(text)
+        if self.detect == "code":
+            return self._code(text)
+        return self._findings(text)
+
+    def _mrz(self, text: str) -> Detected:
+        zones = [
+            match
+            for match in find_mrz(text)
+            if match.confidence > 0 and (match.valid or not self.require_valid)
+        ]
+        summary = {"mrz": [{"format": zone.format, "valid": zone.valid} for zone in zones]}
+        confidence = max((zone.confidence for zone in zones), default=0.0)
+        return Detected(bool(zones), confidence, summary)
+
+    def _code(self, text: str) -> Detected:
+        score = code_score(text)
+        matched = score.score >= self.min_score
+        summary = {"code": {"score": score.score, "language": score.language}}
+        return Detected(matched, score.score, summary)
+
+    def _findings(self, text: str) -> Detected:
+        if self.detect == "pii":
+            found = find_pii(text, self.types)
+            kinds = [finding.type.value for finding in found]
+        else:
+            # every secret is of type "secret"; its kind (aws_access_key, password) says more
+            found = find_secrets(text)
+            kinds = [finding.detail or finding.type.value for finding in found]
+        kept = [
+            (kind, finding.confidence)
+            for kind, finding in zip(kinds, found, strict=True)
+            if finding.confidence >= self.min_confidence
+        ]
+        counts = Counter(kind for kind, _ in kept)
+        confidence = max((score for _, score in kept), default=0.0)
+        return Detected(bool(kept), confidence, {"findings": dict(sorted(counts.items()))})
+
+
+# --- the signal -----------------------------------------------------------------------------
+
+
+class ImageTextSignal(AsyncSignal):
+    family: ClassVar[str] = "image_text"
+
+    def __init__(
+        self,
+        entry: ImageTextEntry,
+        reader: ImageReader,
+        limits: ImageLimits,
+        max_images: int,
+        ocr_budget_s: float,
+    ) -> None:
+        self.name = entry.name
+        self.timeout_s = entry.timeout_ms / 1000
+        self.detector = TextDetector(entry)
+        self.reader = reader
+        self.limits = limits
+        self.max_images = max_images
+        self.ocr_budget_s = ocr_budget_s
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        images = inspected(evaluation, self.max_images)
+        if not images:
+            return Outcome(False, 0.0, {"images": []})
+        inspections = await asyncio.gather(*(self._inspect(evaluation, image) for image in images))
+        errors = [_reason(report) for report, _ in inspections if "error" in report]
+        if len(errors) == len(inspections):
+            raise SignalError("; ".join(errors))
+        found = [detected for _, detected in inspections if detected and detected.matched]
+        confidence = max((detected.confidence for detected in found), default=0.0)
+        return Outcome(bool(found), confidence, {"images": [report for report, _ in inspections]})
+
+    async def _inspect(
+        self, evaluation: Evaluation, image: ImagePart
+    ) -> tuple[dict[str, Any], Detected | None]:
+        """One image's text-free report, and what its text yielded (None on error)."""
+        read = await self.reader.read(evaluation, image, self.limits, self.ocr_budget_s)
+        if isinstance(read, ImageError):
+            return {"image": image.index, "error": str(read)}, None
+        detected = await run_cpu(self.detector, read.text)
+        report: dict[str, Any] = {
+            "image": image.index,
+            "matched": detected.matched,
+            **detected.summary,
+            "ocr_ms": read.ocr_ms,
+            "lines": read.lines,
+        }
+        if read.cached:
+            report["cached"] = True
+        if not read.complete:
+            report["complete"] = False
+            if not detected.matched:
+                # finding nothing in part of the text says nothing about the rest
+                budget_ms = round(self.ocr_budget_s * 1000)
+                report["error"] = f"OCR stopped at its {budget_ms} ms budget"
+        return report, detected
+
+
+def _reason(report: dict[str, Any]) -> str:
+    reason = str(report["error"])
+    prefix = f"image {report['image']}"
+    return reason if reason.startswith(prefix) else f"{prefix}: {reason}"
+
+
+def build(entry: ImageTextEntry, resources: Resources) -> ImageTextSignal:
+    return ImageTextSignal(
+        entry,
+        load_reader(resources),
+        image_limits(resources),
+        resources.config.images.max_images,
+        resources.config.ocr.timeout_ms / 1000,
+    )
+
+
+FAMILY = SignalFamily(
+    "image_text",
+    ImageTextEntry,
+    build,
+    "text in images, read by OCR: MRZs, personal data, secrets, source code",
+)
