@@ -222,3 +222,32 @@ def test_int8_embeddings_stay_close_to_fp32() -> None:
     quantized = load_text_encoder(precision="int8").embed(texts)
     cosines = (full * quantized).sum(axis=1)
     assert cosines.min() > 0.9  # measured: 0.953 and 0.959
+
+
+def test_any_sentence_embedding_checkpoint_loads_by_path(tmp_path: Any) -> None:
+    """A different (here: tiny, random) BERT checkpoint goes through the same loader."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from vsr_extproc.runtime.embedding import default_model_path
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=30522,
+        max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(default_model_path()).save_pretrained(tmp_path)
+    encoder = load_text_encoder(tmp_path)
+    assert encoder.dimension == 32
+    assert encoder.max_tokens == 128
+    chunks = encoder.chunk("word " * 300, window=60)  # 300 tokens, 16 of overlap
+    assert len(chunks) == 7
+    assert set(chunks[0].token_ids) == {2773}  # "word", from the shared vocabulary
+    vectors = encoder.forward([chunk.token_ids for chunk in chunks])
+    assert vectors.shape == (7, 32)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
