@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the ext_proc gRPC service")
     serve.add_argument("--config", required=True, type=Path)
     serve.add_argument("--listen", help="host:port (overrides server.listen)")
+    serve.add_argument("--admin-listen", help="host:port of the HTTP admin port (admin.listen)")
     _logging_options(serve)
     serve.set_defaults(run=_serve)
 
@@ -60,6 +61,23 @@ def _parser() -> argparse.ArgumentParser:
         "files", nargs="+", help="OpenAI request JSON files, or - for JSON Lines on stdin"
     )
     explain.set_defaults(run=_explain)
+
+    replay = commands.add_parser(
+        "replay",
+        help="decide recorded requests again with another config; show what would change",
+        description="Decide every recorded request that kept its content (replay.keep_content) "
+        "again with another config, and count which decisions would change. Records keep "
+        "only redacted text, so PII-sensitive decisions see placeholders (<EMAIL_1>), not "
+        "values; images are kept as hashes, so vision, image and image_text signals reuse "
+        "the recorded result for the same signal key (or fail, and on_error applies).",
+    )
+    replay.add_argument("--store", required=True, type=Path, help="the replay SQLite file")
+    replay.add_argument("--config", required=True, type=Path, help="the config to try")
+    replay.add_argument(
+        "--since", help="only records from this time: ISO-8601, or an age such as 2h, 30m, 7d"
+    )
+    replay.add_argument("--json", action="store_true", help="print the report as JSON")
+    replay.set_defaults(run=_replay)
 
     envoy = commands.add_parser(
         "envoy-config", help="print the Envoy bootstrap derived from a router config"
@@ -139,7 +157,7 @@ def _serve(args: argparse.Namespace) -> int:
     from vsr_extproc.service import serve
 
     logs.configure(args.log_level, json=args.log_json)
-    asyncio.run(serve(args.config, args.listen))
+    asyncio.run(serve(args.config, args.listen, args.admin_listen))
     return 0
 
 
@@ -196,6 +214,30 @@ def _explain(args: argparse.Namespace) -> int:
 
     asyncio.run(run())
     return 1 if failures else 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from vsr_extproc.config.compile import load_policy
+    from vsr_extproc.replay.store import SqliteReplayStore
+    from vsr_extproc.replay.whatif import format_whatif, parse_since, whatif
+
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        print(f"--since: {exc}", file=sys.stderr)
+        return 2
+    _, policy = load_policy(args.config)
+    try:
+        store = SqliteReplayStore(args.store, readonly=True)
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        report = whatif(store.scan(since), policy)
+    finally:
+        store.close()
+    print(orjson.dumps(report.data()).decode() if args.json else format_whatif(report))
+    return 0
 
 
 def _envoy_config(args: argparse.Namespace) -> int:

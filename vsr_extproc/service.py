@@ -1,34 +1,54 @@
-"""Run the processor: the gRPC server, its health service, warm-up and graceful drain.
+"""Run the processor: the gRPC server, its health service, warm-up, reload and drain.
 
-The health service reports SERVING only after the policy is compiled (models loaded) and
-one synthetic request has run through every signal (models warmed). SIGTERM turns health
-to NOT_SERVING, stops accepting new streams and lets in-flight ones finish within the
-configured grace period.
+The gRPC server carries ext_proc, the router's own API (``vsr.v1.Router``) and the
+health service; an HTTP admin port carries metrics, explain and replay. Health reports
+SERVING only after the policy is compiled (models loaded) and one synthetic request has
+run through every signal (models warmed). The config file is watched (and SIGHUP
+reloads it): a valid file becomes the new policy in one swap, an invalid one changes
+nothing. SIGTERM turns health to NOT_SERVING, stops accepting new streams and lets
+in-flight ones finish within the configured grace period.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import inspect
+import ipaddress
 import signal
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import orjson
 import structlog
+from aiohttp import web
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_grpc
 from grpc_health.v1 import _async as health_async
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from vsr_extproc.config.compile import load_policy
+from vsr_extproc._proto.vsr.v1 import router_pb2_grpc
+from vsr_extproc.admin import make_admin_app
+from vsr_extproc.config.compile import compile_policy, read_config
 from vsr_extproc.config.schema import RouterConfig
+from vsr_extproc.core.policy import Policy
 from vsr_extproc.core.router import Router
-from vsr_extproc.envoy.servicer import ExternalProcessor
+from vsr_extproc.core.runner import SignalRunner
+from vsr_extproc.envoy.api import RouterApi
+from vsr_extproc.envoy.servicer import DebugAccess, ExternalProcessor
+from vsr_extproc.errors import ConfigError
 from vsr_extproc.fetch import RemoteImageFetcher
+from vsr_extproc.metrics import Metrics
+from vsr_extproc.observe import Observer
 from vsr_extproc.signals.base import Resources
+
+if TYPE_CHECKING:
+    from vsr_extproc.replay.store import ReplayRecorder
 
 log = structlog.get_logger("vsr_extproc.service")
 
@@ -68,7 +88,7 @@ _WARM_UP_BODY = orjson.dumps(
 
 @dataclass
 class Service:
-    """A started processor: its server, router, health servicer and bound port."""
+    """A started processor: its servers, router, health, metrics and decision records."""
 
     server: grpc.aio.Server
     router: Router
@@ -78,11 +98,21 @@ class Service:
     config: RouterConfig
     config_path: Path
     resources: Resources
+    metrics: Metrics
+    recorder: ReplayRecorder | None = None
+    observer: Observer | None = None
+    admin: web.AppRunner | None = None
+    admin_port: int | None = None
+    serving: bool = False
+    _digest: str = ""
+    _watcher: asyncio.Task[None] | None = None
+    _reloading: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def warm_up(self) -> None:
-        await self.router.explain(_WARM_UP_BODY)
+    async def warm_up(self, policy: Policy | None = None) -> None:
+        await self.router.explain(_WARM_UP_BODY, policy)
 
     async def set_serving(self, serving: bool) -> None:
+        self.serving = serving
         status = (
             health_pb2.HealthCheckResponse.SERVING
             if serving
@@ -91,16 +121,143 @@ class Service:
         for name in ("", EXT_PROC_SERVICE):
             await self.health.set(name, status)
 
+    async def reload(self, why: str) -> bool:
+        """Validate and compile the config file again; swap the policy only if both work.
+
+        New models load (and the policy warms up) before the swap; models the new policy no
+        longer uses are released after it. Requests in flight keep the policy they started
+        with. An invalid file changes nothing but a log line and a counter.
+        """
+        async with self._reloading:
+            try:
+                config, digest = read_config(self.config_path)
+            except ConfigError as exc:
+                return self._reload_failed(why, exc)
+            if digest == self._digest and why == "changed":
+                return True
+            loop = asyncio.get_running_loop()
+            try:
+                policy = await loop.run_in_executor(
+                    None, partial(compile_policy, config, self.resources, fingerprint=digest)
+                )
+                await self.warm_up(policy)
+            except ConfigError as exc:
+                return self._reload_failed(why, exc)
+            previous = self.router.swap(policy)
+            self._digest = digest
+            released = self.resources.release_unused()
+            for leftover in released:
+                if inspect.isawaitable(leftover):
+                    await leftover
+            self.metrics.reloads.labels("success").inc()
+            self.metrics.runtimes(runtime_states(self.resources))
+            restart = [
+                name for name in ("server", "admin", "replay", "envoy")
+                if getattr(config, name) != getattr(self.config, name)
+            ]  # fmt: skip
+            log.info(
+                "reloaded",
+                why=why,
+                policy=policy.fingerprint,
+                previous=previous.fingerprint,
+                decisions=len(policy.decisions),
+                released=len(released),
+                needs_restart=restart or None,
+            )
+            return True
+
+    def _reload_failed(self, why: str, error: ConfigError) -> bool:
+        self.metrics.reloads.labels("invalid").inc()
+        log.error(
+            "reload_failed",
+            why=why,
+            source=error.source,
+            problems=error.problems,
+            keeping=self.router.policy.fingerprint,
+        )
+        return False
+
+    async def watch(self, interval_s: float) -> None:
+        """Reload whenever the config file's content changes."""
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                digest = hashlib.sha256(self.config_path.read_bytes()).hexdigest()[:12]
+            except OSError:
+                continue  # mid-rename by an editor or a ConfigMap update; look again
+            if digest != self._digest:
+                await self.reload("changed")
+
     async def stop(self, grace_s: float | None = None) -> None:
         await self.set_serving(False)
+        if self._watcher is not None:
+            self._watcher.cancel()
         grace = self.config.server.grace_period_s if grace_s is None else grace_s
         await self.server.stop(grace)
+        if self.admin is not None:
+            await self.admin.cleanup()
         if self.fetcher is not None:
             await self.fetcher.close()
+        loop = asyncio.get_running_loop()
+        if self.observer is not None:
+            await loop.run_in_executor(None, self.observer.close)
+        if self.recorder is not None:
+            await loop.run_in_executor(None, self.recorder.close)
+
+
+def runtime_states(resources: Resources) -> list[tuple[str, str, bool]]:
+    """(runtime, model, loaded) for the model runtimes a policy uses, for the metrics."""
+    states = []
+    for key, runtime in resources.items():
+        kind = key[0] if isinstance(key, tuple) and key else str(key)
+        if kind == "text-embedder":
+            states.append(("text_embedding", key[1].model or "all-MiniLM-L6-v2", True))
+        elif kind == "siglip":
+            states.append(("vision", str(key[1]), not hasattr(runtime, "reason")))
+        elif kind == "language":
+            states.append(("language", "lingua", True))
+        elif kind == "ocr":
+            states.append(("ocr", "pp-ocrv4", True))
+    return states
+
+
+def _open_recorder(config: RouterConfig) -> ReplayRecorder | None:
+    settings = config.replay
+    if not settings.enabled:
+        return None
+    from vsr_extproc.replay.store import ReplayRecorder, open_store
+
+    return ReplayRecorder(
+        open_store(settings),
+        max_age_s=settings.max_age_hours * 3600,
+        max_records=settings.max_records,
+    )
+
+
+async def _start_admin(service: Service, listen: str) -> None:
+    host, _, port = listen.rpartition(":")
+    app = make_admin_app(
+        service.router,
+        service.metrics,
+        service.recorder,
+        lambda: service.serving,
+        max_body_bytes=service.config.limits.max_body_bytes,
+    )
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+    await site.start()
+    service.admin = runner
+    sockets = getattr(site._server, "sockets", None) or []
+    service.admin_port = sockets[0].getsockname()[1] if sockets else int(port)
 
 
 async def start(
-    config_path: str | Path, listen: str | None = None, resources: Resources | None = None
+    config_path: str | Path,
+    listen: str | None = None,
+    resources: Resources | None = None,
+    *,
+    admin_listen: str | None = None,
 ) -> Service:
     """Load the config, start serving on ``listen`` (host:port; port 0 picks one).
 
@@ -108,10 +265,14 @@ async def start(
     """
     path = Path(config_path)
     resources = resources or Resources()
-    config, policy = load_policy(path, resources)
+    config, digest = read_config(path)
+    policy = compile_policy(config, resources, fingerprint=digest)
     fetch = config.images.fetch
     fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None
-    router = Router(policy, fetcher=fetcher)
+    metrics = Metrics()
+    router = Router(policy, SignalRunner(metrics.signal), fetcher=fetcher)
+    recorder = _open_recorder(config)
+    observer = Observer(metrics, recorder, keep_content=config.replay.keep_content)
     limit = config.server.max_message_bytes
     server = grpc.aio.server(
         options=[
@@ -122,7 +283,9 @@ async def start(
             ("grpc.so_reuseport", 0),
         ]
     )
-    ext_proc_grpc.add_ExternalProcessorServicer_to_server(ExternalProcessor(router), server)
+    processor = ExternalProcessor(router, observer, _debug_access(config))
+    ext_proc_grpc.add_ExternalProcessorServicer_to_server(processor, server)
+    router_pb2_grpc.add_RouterServicer_to_server(RouterApi(router), server)  # type: ignore[no-untyped-call]
     health = health_async.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     address = listen or config.server.listen
@@ -132,14 +295,25 @@ async def start(
         port = 0
     if port == 0:
         raise OSError(f"cannot listen on {address}: the address is in use or not available")
-    service = Service(server, router, health, fetcher, port, config, path, resources)
+    service = Service(
+        server, router, health, fetcher, port, config, path, resources, metrics, recorder
+    )
+    service._digest = digest
+    service.observer = observer
+    metrics.runtimes(runtime_states(resources))
     await service.set_serving(False)
     await server.start()
+    admin = admin_listen or config.admin.listen
+    if admin:
+        await _start_admin(service, admin)
     await service.warm_up()
     await service.set_serving(True)
+    if config.reload.watch:
+        service._watcher = asyncio.create_task(service.watch(config.reload.interval_ms / 1000))
     log.info(
         "serving",
         address=address.rsplit(":", 1)[0] + f":{port}",
+        admin=f"{admin.rsplit(':', 1)[0]}:{service.admin_port}" if admin else None,
         policy=policy.fingerprint,
         decisions=len(policy.decisions),
         signals=sorted(policy.signals),
@@ -147,13 +321,33 @@ async def start(
     return service
 
 
-async def serve(config_path: str | Path, listen: str | None = None) -> None:
-    """Serve until SIGTERM or SIGINT, then drain."""
+def _debug_access(config: RouterConfig) -> DebugAccess:
+    debug = config.debug
+    return DebugAccess(
+        debug.request_header,
+        debug.token_header,
+        debug.token,
+        tuple(ipaddress.ip_network(cidr, strict=False) for cidr in debug.trusted_sources),
+    )
+
+
+async def serve(
+    config_path: str | Path, listen: str | None = None, admin_listen: str | None = None
+) -> None:
+    """Serve until SIGTERM or SIGINT, then drain. SIGHUP reloads the config."""
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    service = await start(config_path, listen)
+    service = await start(config_path, listen, admin_listen=admin_listen)
+    reloads: set[asyncio.Task[bool]] = set()
+
+    def on_hangup() -> None:
+        task = asyncio.create_task(service.reload("SIGHUP"))
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, on_hangup)
     await stopping.wait()
     log.info("draining", grace_s=service.config.server.grace_period_s)
     await service.stop()

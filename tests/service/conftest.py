@@ -21,6 +21,10 @@ def config_path(tmp_path: Path) -> Path:
     """The demo config, listening on an ephemeral port."""
     config = yaml.safe_load(DEMO.read_text())
     config["server"]["listen"] = "127.0.0.1:0"
+    config["admin"] = {"listen": "127.0.0.1:0"}
+    config["replay"]["path"] = str(tmp_path / "replay.sqlite3")
+    config["debug"] = {"token": "s3cret-debug-token-1"}
+    config["reload"] = {"interval_ms": 200}
     path = tmp_path / "router.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -62,7 +62,7 @@ def test_one_route_per_model_and_a_closed_catch_all() -> None:
     routes = _hcm(_demo_bootstrap())["route_config"]["virtual_hosts"][0]["routes"]
     selected = {
         route["match"]["headers"][0]["string_match"]["exact"]: route["route"]["cluster"]
-        for route in routes[:-1]
+        for route in routes[1:-1]
     }
     assert selected == {
         "general": "general_llm",

@@ -127,3 +127,34 @@ async def test_remote_images_are_fetched_only_when_enabled(
     finally:
         await fetching.stop(0)
         await closed.stop(0)
+
+
+def test_sighup_reloads_the_config(config_path: Path) -> None:
+    document = yaml.safe_load(config_path.read_text())
+    document["reload"] = {"watch": False}
+    config_path.write_text(yaml.safe_dump(document))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vsr_extproc.cli", "serve", "--config", str(config_path),
+         "--listen", f"127.0.0.1:{port}", "--log-json"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if '"serving"' in line:
+                break
+        document["decisions"] = document["decisions"][1:]
+        config_path.write_text(yaml.safe_dump(document))
+        os.kill(process.pid, signal.SIGHUP)
+        for line in process.stderr:
+            if '"reloaded"' in line:
+                assert orjson.loads(line)["why"] == "SIGHUP"
+                break
+        os.kill(process.pid, signal.SIGTERM)
+        process.communicate(timeout=30)
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()

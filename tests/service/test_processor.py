@@ -107,6 +107,8 @@ async def test_other_paths_pass_through_to_the_default_model(client: Client) -> 
     )
     assert len(reply.responses) == 1
     headers = reply.set_headers(0)
+    replay_id = headers.pop("x-vsr-replay-id")
+    assert len(replay_id) >= 16
     assert headers == {"x-vsr-decision": "passthrough", "x-vsr-selected-model": "general"}
     assert reply.removed_headers(0) == ["x-vsr-selected-model"]
     assert reply.last.request_headers.response.clear_route_cache is True

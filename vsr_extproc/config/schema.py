@@ -7,6 +7,7 @@ validated ``RouterConfig`` into the immutable runtime ``Policy``.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -350,6 +351,59 @@ class TextConfig(Strict):
     )
 
 
+class AdminConfig(Strict):
+    """The processor's HTTP admin port: /metrics, /v1/router/explain, /v1/router/replay."""
+
+    listen: str | None = Field(
+        default="127.0.0.1:9190", description="host:port; empty turns the admin port off"
+    )
+
+
+class DebugConfig(Strict):
+    """Debug headers on routed responses: only when asked for, and only for trusted callers."""
+
+    request_header: str = Field(
+        default="x-router-debug",
+        pattern=r"^[a-z0-9-]+$",
+        description="a request asks for debug headers by sending this header with value 1",
+    )
+    token_header: str = Field(
+        default="x-router-debug-token",
+        pattern=r"^[a-z0-9-]+$",
+        description="a caller is trusted when this header carries `token`",
+    )
+    token: str | None = Field(default=None, min_length=16, description="the shared secret")
+    trusted_sources: tuple[str, ...] = Field(
+        default=(), description="client address ranges (CIDR) trusted without a token"
+    )
+
+    @field_validator("trusted_sources")
+    @classmethod
+    def _ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for cidr in value:
+            ipaddress.ip_network(cidr, strict=False)
+        return value
+
+
+class ReplayConfig(Strict):
+    """Every decision recorded, so a new policy can be tried on past traffic."""
+
+    enabled: bool = Field(default=True, description="record decisions")
+    path: str = Field(default="vsr-replay.sqlite3", description="the SQLite file")
+    max_age_hours: float = Field(default=168, gt=0, description="older records are deleted")
+    max_records: int = Field(default=100_000, gt=0, description="the oldest beyond are deleted")
+    keep_content: bool = Field(
+        default=False,
+        description="also keep the request (PII redacted, images as hashes plus their "
+        "inspected features), which replay needs",
+    )
+
+
+class ReloadConfig(Strict):
+    watch: bool = Field(default=True, description="reload when the config file changes")
+    interval_ms: int = Field(default=1000, ge=100, description="how often the file is checked")
+
+
 class ServerConfig(Strict):
     listen: str = Field(default="127.0.0.1:50051", description="host:port of the gRPC service")
     grace_period_s: float = Field(
@@ -399,6 +453,14 @@ class EnvoyConfig(Strict):
         default=False,
         description="fail open: route to the default model when the processor is down",
     )
+    router_api: tuple[Endpoint, ...] = Field(
+        default=(Endpoint(port=9190),),
+        description="the processors' admin ports; Envoy serves /v1/router/* from them",
+    )
+    expose_router_api: bool = Field(
+        default=True,
+        description="route /v1/router/explain and /v1/router/replay/{id} through Envoy",
+    )
     message_timeout_ms: int = Field(
         default=5000,
         gt=0,
@@ -423,6 +485,10 @@ class RouterConfig(Strict):
     limits: LimitsConfig = Field(default=LimitsConfig(), description="request size limits")
     images: ImagesConfig = Field(default=ImagesConfig(), description="image handling")
     vision: VisionConfig = Field(default=VisionConfig(), description="the SigLIP checkpoint")
+    admin: AdminConfig = Field(default=AdminConfig(), description="the HTTP admin port")
+    debug: DebugConfig = Field(default=DebugConfig(), description="debug headers")
+    replay: ReplayConfig = Field(default=ReplayConfig(), description="decision records")
+    reload: ReloadConfig = Field(default=ReloadConfig(), description="hot reload")
     ocr: OcrConfig = Field(default=OcrConfig(), description="OCR settings")
     text: TextConfig = Field(default=TextConfig(), description="text model settings")
     models: tuple[ModelConfig, ...] = Field(min_length=1, description="the upstream models")

@@ -212,9 +212,14 @@ def prepare_stack(
     processor = envoy["processor"][0]
     address = processor.get("address", "127.0.0.1")
     document.setdefault("server", {})["listen"] = f"{address}:{processor['port']}"
-    config = parse_config(document)
+    api = envoy.get("router_api", [{"port": 9190}])[0]
+    document.setdefault("admin", {})["listen"] = f"{api.get('address', '127.0.0.1')}:{api['port']}"
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vsr-stack-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    replay = document.setdefault("replay", {})
+    if not Path(replay.get("path", "vsr-replay.sqlite3")).is_absolute():
+        replay["path"] = str(workdir / Path(replay.get("path", "vsr-replay.sqlite3")).name)
+    config = parse_config(document)
     stack = Stack(config, workdir)
     stack.processor_config = workdir / "router.yaml"
     stack.processor_config.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -229,6 +234,7 @@ def _ephemeral(document: dict[str, Any]) -> None:
     envoy["admin"]["port"] = free_port()
     for endpoint in envoy["processor"]:
         endpoint["port"] = free_port()
+    envoy["router_api"] = [{"address": "127.0.0.1", "port": free_port()}]
     for cluster in envoy["clusters"]:
         for endpoint in cluster["endpoints"]:
             endpoint["port"] = free_port()

@@ -36,9 +36,18 @@ from vsr_extproc.config.schema import (
     RouteActionConfig,
     RouterConfig,
 )
-from vsr_extproc.envoy.convert import DECISION_HEADER, METADATA_NAMESPACE, MODEL_HEADER
+from vsr_extproc.envoy.convert import (
+    DEBUG_REASON_HEADER,
+    DEBUG_SIGNALS_HEADER,
+    DECISION_HEADER,
+    METADATA_NAMESPACE,
+    MODEL_HEADER,
+    REPLAY_HEADER,
+    SOURCE_ADDRESS,
+)
 from vsr_extproc.errors import ConfigError
 
+DEBUG_HEADERS = (DEBUG_SIGNALS_HEADER, DEBUG_REASON_HEADER)
 PROCESSOR_CLUSTER = "vsr_extproc"
 
 _TYPES = "type.googleapis.com/envoy.extensions"
@@ -60,12 +69,15 @@ def build_bootstrap(config: RouterConfig) -> dict[str, Any]:
         _model_route(model.name, clusters[model.cluster], response_headers)
         for model in config.models
     ]
+    if envoy.expose_router_api:
+        routes.insert(0, _router_api_route())
     routes.append(_catch_all(config, envoy, clusters))
     return {
         "admin": {"address": _socket(envoy.admin)},
         "static_resources": {
             "listeners": [_listener(config, envoy, routes)],
             "clusters": [_processor_cluster(config, envoy)]
+            + ([_router_api_cluster(envoy)] if envoy.expose_router_api else [])
             + [_model_cluster(cluster, envoy) for cluster in envoy.clusters],
         },
     }
@@ -139,7 +151,9 @@ def _response_headers(config: RouterConfig) -> list[dict[str, Any]]:
             "header": {"key": name, "value": f"%REQ({name})%"},
             "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
         }
-        for name in dict.fromkeys((DECISION_HEADER, MODEL_HEADER, *flags))
+        for name in dict.fromkeys(
+            (DECISION_HEADER, MODEL_HEADER, REPLAY_HEADER, *flags, *DEBUG_HEADERS)
+        )
     ]
 
 
@@ -162,6 +176,27 @@ def _model_route(
         "route": route,
         "response_headers_to_add": response_headers,
     }
+
+
+ROUTER_API_CLUSTER = "vsr_router_api"
+
+
+def _router_api_route() -> dict[str, Any]:
+    """/v1/router/* goes to the processors' admin ports, without passing through ext_proc."""
+    return {
+        "name": "router-api",
+        "match": {"prefix": "/v1/router/"},
+        "route": {"cluster": ROUTER_API_CLUSTER, "timeout": "30s"},
+        "typed_per_filter_config": {
+            "envoy.filters.http.ext_proc": _typed(
+                "filters.http.ext_proc.v3.ExtProcPerRoute", disabled=True
+            )
+        },
+    }
+
+
+def _router_api_cluster(envoy: EnvoyConfig) -> dict[str, Any]:
+    return _cluster(ROUTER_API_CLUSTER, envoy.router_api, 250)
 
 
 def _catch_all(
@@ -248,6 +283,8 @@ def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
         message_timeout=_seconds(envoy.message_timeout_ms),
         max_message_timeout=_seconds(max(envoy.message_timeout_ms, 30_000)),
         metadata_options={"receiving_namespaces": {"untyped": [METADATA_NAMESPACE]}},
+        # the client's address, for trusting debug requests by source range
+        request_attributes=[SOURCE_ADDRESS],
     )
 
 

@@ -19,6 +19,13 @@ DECISION_HEADER = "x-vsr-decision"
 MODEL_HEADER = "x-vsr-selected-model"
 #: tells the upstream how many values of each PII type were replaced (never which)
 REDACTED_HEADER = "x-vsr-redacted"
+#: links every response to its decision record (GET /v1/router/replay/{id})
+REPLAY_HEADER = "x-vsr-replay-id"
+#: debug headers, only for callers that ask and are trusted
+DEBUG_SIGNALS_HEADER = "x-vsr-debug-signals"
+DEBUG_REASON_HEADER = "x-vsr-debug-reason"
+#: the Envoy attribute that carries the client's address, requested in the bootstrap
+SOURCE_ADDRESS = "source.address"
 ROUTER_HEADER_PREFIX = "x-vsr-"
 #: what ``x-vsr-selected-model`` says when the router answered itself
 NO_MODEL = "none"
@@ -62,8 +69,19 @@ def headers_response(
     return ext_proc.ProcessingResponse(request_headers=ext_proc.HeadersResponse(response=common))
 
 
+def client_address(message: ext_proc.ProcessingRequest) -> str | None:
+    """The client's IP from the ``source.address`` attribute (``ip:port`` or ``[ip]:port``)."""
+    for attributes in message.attributes.values():
+        field = attributes.fields.get(SOURCE_ADDRESS)
+        value = str(field.string_value) if field is not None else ""
+        if value:
+            host = value.rpartition(":")[0] or value
+            return host.strip("[]")
+    return None
+
+
 def body_response(
-    set_headers: Iterable[tuple[str, str]], body: bytes | None
+    set_headers: Iterable[tuple[str, str]], body: bytes | None, remove: Iterable[str] = ()
 ) -> ext_proc.ProcessingResponse:
     """Continue to the upstream with new routing headers and, when given, a new body.
 
@@ -76,7 +94,9 @@ def body_response(
         headers.append(("content-length", str(len(body))))
         mutation = ext_proc.BodyMutation(body=body)
     common = ext_proc.CommonResponse(
-        header_mutation=ext_proc.HeaderMutation(set_headers=_set(headers)),
+        header_mutation=ext_proc.HeaderMutation(
+            set_headers=_set(headers), remove_headers=list(remove)
+        ),
         body_mutation=mutation,
         clear_route_cache=True,
     )

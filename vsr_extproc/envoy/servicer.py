@@ -1,8 +1,8 @@
 """The ext_proc stream loop: one gRPC stream per HTTP request.
 
-1. ``request_headers``: strip client-sent ``x-vsr-*`` headers. Paths that are not chat
-   completions (``GET /v1/models``, …) are sent to the passthrough model and the stream
-   ends here.
+1. ``request_headers``: strip client-sent ``x-vsr-*`` headers and give the request its
+   replay id. Paths that are not chat completions (``GET /v1/models``, …) are sent to the
+   passthrough model and the stream ends here.
 2. ``request_body`` (BUFFERED): parse once, run the signals, decide, and reply with either
    routing headers plus the rewritten body, or an immediate answer. Then the stream ends,
    so a slow upstream never holds a processor stream.
@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from time import perf_counter
@@ -26,21 +27,48 @@ from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
 from vsr_extproc.envoy.convert import (
+    DEBUG_REASON_HEADER,
+    DEBUG_SIGNALS_HEADER,
     DECISION_HEADER,
     MODEL_HEADER,
     NO_MODEL,
     REDACTED_HEADER,
+    REPLAY_HEADER,
     ROUTER_HEADER_PREFIX,
     body_response,
+    client_address,
     header_map,
     headers_response,
     immediate_response,
 )
 from vsr_extproc.errors import RequestError
-
-log = structlog.get_logger("vsr_extproc.request")
+from vsr_extproc.metrics import Metrics
+from vsr_extproc.observe import Observer, Seen
 
 PASSTHROUGH = "passthrough"
+
+
+@dataclass(frozen=True)
+class DebugAccess:
+    """Who may see debug headers: they must ask, and be trusted by token or address."""
+
+    request_header: str = "x-router-debug"
+    token_header: str = "x-router-debug-token"
+    token: str | None = None
+    trusted: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+    def granted(self, headers: dict[str, str], address: str | None) -> bool:
+        if headers.get(self.request_header) != "1":
+            return False
+        if self.token is not None and headers.get(self.token_header) == self.token:
+            return True
+        if address is None or not self.trusted:
+            return False
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.trusted)
 
 
 @dataclass(slots=True)
@@ -48,106 +76,147 @@ class Exchange:
     """What the body phase needs from the headers phase of the same stream."""
 
     policy: Policy
-    request_id: str
-    started: float
+    seen: Seen
+    debug: bool
+    #: request headers the upstream must not receive (the debug token)
+    remove: tuple[str, ...] = ()
+
+
+def _new_replay_id() -> str:
+    from vsr_extproc.replay.record import new_replay_id
+
+    return new_replay_id()
 
 
 class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignore[misc]
-    def __init__(self, router: Router) -> None:
+    def __init__(
+        self,
+        router: Router,
+        observer: Observer | None = None,
+        debug: DebugAccess | None = None,
+    ) -> None:
         self.router = router
+        self.observer = observer or Observer(Metrics())
+        self.debug = debug or DebugAccess()
 
     async def Process(  # noqa: N802 - the gRPC method name
         self, requests: AsyncIterator[ext_proc.ProcessingRequest], context: Any
     ) -> AsyncIterator[ext_proc.ProcessingResponse]:
         exchange: Exchange | None = None
-        async for message in requests:
-            phase = message.WhichOneof("request")
-            if phase == "request_headers":
-                exchange, response = self._on_headers(message.request_headers)
-                yield response
-                if exchange is None:
+        in_flight = self.observer.metrics.in_flight
+        in_flight.inc()
+        try:
+            async for message in requests:
+                phase = message.WhichOneof("request")
+                if phase == "request_headers":
+                    exchange, response = self._on_headers(message)
+                    yield response
+                    if exchange is None:
+                        return
+                elif phase == "request_body" and exchange is not None:
+                    yield await self._on_body(exchange, message.request_body.body)
                     return
-            elif phase == "request_body" and exchange is not None:
-                yield await self._on_body(exchange, message.request_body.body)
-                return
-            else:
-                # a phase this processor did not ask for: let the request continue
-                yield _unchanged(phase)
+                else:
+                    # a phase this processor did not ask for: let the request continue
+                    yield _unchanged(phase)
+        finally:
+            in_flight.dec()
 
     def _on_headers(
-        self, headers: ext_proc.HttpHeaders
+        self, message: ext_proc.ProcessingRequest
     ) -> tuple[Exchange | None, ext_proc.ProcessingResponse]:
+        headers = message.request_headers
         values = header_map(headers)
         policy = self.router.policy
+        seen = Seen(values.get("x-request-id", ""), _new_replay_id(), policy.fingerprint,
+                    perf_counter())  # fmt: skip
         spoofed = [name for name in values if name.startswith(ROUTER_HEADER_PREFIX)]
         path = values.get(":path", "").partition("?")[0]
         if values.get(":method") == "POST" and path in policy.chat_paths:
             if headers.end_of_stream:
-                return None, _answer(
-                    error_answer(
-                        400,
-                        "the request has no body; expected a JSON chat completion request",
-                        error_type="invalid_request_error",
-                        code="invalid_request",
-                    ),
-                    "invalid_request",
-                )
-            exchange = Exchange(policy, values.get("x-request-id", ""), perf_counter())
+                error = RequestError("the request has no body; expected a JSON chat request")
+                self.observer.rejected(seen, b"", error)
+                return None, _answer(_error(error), error.code, seen.replay_id)
+            debug = self.debug.granted(values, client_address(message))
+            remove = (self.debug.token_header,) if self.debug.token_header in values else ()
+            exchange = Exchange(policy, seen, debug, remove)
             return exchange, headers_response(remove=spoofed)
         model = policy.passthrough_model
-        routing = [(DECISION_HEADER, PASSTHROUGH)]
+        routing = [(DECISION_HEADER, PASSTHROUGH), (REPLAY_HEADER, seen.replay_id)]
         if model is not None:
             routing.append((MODEL_HEADER, model))
+        self.observer.passed_through(seen, path, model)
         return None, headers_response(routing, spoofed, clear_route_cache=True)
 
     async def _on_body(self, exchange: Exchange, body: bytes) -> ext_proc.ProcessingResponse:
         policy = exchange.policy
+        seen = exchange.seen
+        structlog.contextvars.bind_contextvars(request_id=seen.request_id)
         try:
             request = self.router.parse(body, policy)
             decision = await self.router.decide(request, policy)
-            response = _respond(decision, request)
+            response = _respond(decision, request, exchange)
         except RequestError as exc:
-            _log_rejected(exchange, exc)
-            answer = error_answer(exc.status, str(exc), error_type=exc.error_type, code=exc.code)
-            return _answer(answer, exc.code)
+            self.observer.rejected(seen, body, exc)
+            return _answer(_error(exc), exc.code, seen.replay_id)
         except Exception:
-            log.exception("request_failed", request_id=exchange.request_id)
+            self.observer.failed(seen, body)
             answer = error_answer(
                 500,
                 "the router failed while deciding this request",
                 error_type="router_error",
                 code="internal_error",
             )
-            return _answer(answer, "internal_error")
-        _log_decided(exchange, decision)
+            return _answer(answer, "internal_error", seen.replay_id)
+        finally:
+            structlog.contextvars.unbind_contextvars("request_id")
+        self.observer.decided(seen, body, request, decision)
         return response
 
 
-def _respond(decision: RoutingDecision, request: NormalizedRequest) -> ext_proc.ProcessingResponse:
+def _error(error: RequestError) -> Answer:
+    return error_answer(error.status, str(error), error_type=error.error_type, code=error.code)
+
+
+def _respond(
+    decision: RoutingDecision, request: NormalizedRequest, exchange: Exchange
+) -> ext_proc.ProcessingResponse:
     answer = decision_answer(decision, stream=request.stream)
     if answer is not None:
-        return _answer(answer, decision.name)
+        return _answer(answer, decision.name, exchange.seen.replay_id)
     action = decision.decision.action
     model = decision.model
     if not isinstance(action, RouteAction) or model is None:
         raise TypeError(f"decision {decision.name!r} has neither an answer nor a model")
-    headers = [(MODEL_HEADER, model.name), (DECISION_HEADER, decision.name)]
-    headers += action.headers
+    headers = [
+        (MODEL_HEADER, model.name),
+        (DECISION_HEADER, decision.name),
+        (REPLAY_HEADER, exchange.seen.replay_id),
+        *action.headers,
+    ]
     headers += [
         (header, value)
         for signal, header, value in action.signal_headers
         if decision.results[signal].matched
     ]
+    if exchange.debug:
+        headers.append((DEBUG_SIGNALS_HEADER, ",".join(decision.matched_signals) or "-"))
+        headers.append((DEBUG_REASON_HEADER, _header_safe(decision.reason)))
     redaction = Redaction(action.redact) if action.redact else None
     new_body = rewrite_body(request, model, action, redaction)
     if redaction is not None and redaction.counts:
         summary = ",".join(f"{kind}={count}" for kind, count in redaction.counts.items())
         headers.append((REDACTED_HEADER, summary))
-    return body_response(headers, new_body)
+    return body_response(headers, new_body, remove=exchange.remove)
 
 
-def _answer(answer: Answer, decision: str) -> ext_proc.ProcessingResponse:
-    headers = [(DECISION_HEADER, decision), (MODEL_HEADER, NO_MODEL)]
+def _header_safe(text: str, limit: int = 512) -> str:
+    printable = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)
+    return printable[:limit]
+
+
+def _answer(answer: Answer, decision: str, replay_id: str) -> ext_proc.ProcessingResponse:
+    headers = [(DECISION_HEADER, decision), (MODEL_HEADER, NO_MODEL), (REPLAY_HEADER, replay_id)]
     return immediate_response(answer, headers, details=f"vsr_{decision}")
 
 
@@ -163,28 +232,3 @@ def _unchanged(phase: str | None) -> ext_proc.ProcessingResponse:
     if phase == "response_trailers":
         return ext_proc.ProcessingResponse(response_trailers=ext_proc.TrailersResponse())
     return ext_proc.ProcessingResponse(request_headers=ext_proc.HeadersResponse())
-
-
-def _log_decided(exchange: Exchange, decision: RoutingDecision) -> None:
-    log.info(
-        "decided",
-        request_id=exchange.request_id,
-        decision=decision.name,
-        outcome=decision.outcome.value,
-        model=decision.model.name if decision.model else None,
-        matched=list(decision.matched_signals),
-        signals_ms={key: round(r.latency_ms, 3) for key, r in decision.results.items()},
-        errors={key: r.error for key, r in decision.results.items() if r.error},
-        latency_ms=round((perf_counter() - exchange.started) * 1000, 3),
-    )
-
-
-def _log_rejected(exchange: Exchange, error: RequestError) -> None:
-    log.info(
-        "rejected",
-        request_id=exchange.request_id,
-        outcome="error",
-        status=error.status,
-        code=error.code,
-        latency_ms=round((perf_counter() - exchange.started) * 1000, 3),
-    )

@@ -56,16 +56,20 @@ class Resources:
         self.config = config
 
     def release_unused(self) -> list[Any]:
-        """Drop what the last compile did not ask for; returns the released keys."""
+        """Drop what the last compile did not ask for.
+
+        Returns what their ``close`` returned; a caller in an event loop awaits the
+        awaitables among them (an async runtime's close).
+        """
         released = [key for key in self._objects if key not in self._used]
+        results = []
         for key in released:
             closer = getattr(self._objects.pop(key), "close", None)
-            if callable(closer):
-                closer()
-        return released
+            results.append(closer() if callable(closer) else None)
+        return results
 
-    def loaded(self) -> list[Any]:
-        return list(self._objects.values())
+    def items(self) -> list[tuple[Any, Any]]:
+        return list(self._objects.items())
 
 
 EntryT = TypeVar("EntryT", bound=SignalEntry)

@@ -1,0 +1,417 @@
+"""Replay records and their store: what is kept, where, and that recording never gets in
+the way of routing (a slow, full or failing store drops records, never requests)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from builders import body, chat, data_url, image_part, text_part, user
+from PIL import Image
+
+from vsr_extproc.config.compile import compile_policy, load_policy, parse_config
+from vsr_extproc.config.schema import ReplayConfig
+from vsr_extproc.core.router import Router
+from vsr_extproc.errors import ConfigError
+from vsr_extproc.replay import (
+    ReplayRecord,
+    ReplayRecorder,
+    SqliteReplayStore,
+    make_record,
+    new_replay_id,
+    open_store,
+)
+from vsr_extproc.replay.record import IMAGE_FAMILIES
+from vsr_extproc.signals import FAMILIES
+from vsr_extproc.signals.base import Resources
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES_ONLY = ROOT / "deploy" / "examples" / "rules-only.yaml"
+
+EMAIL = "jane.doe@example.com"
+CARD = "4111 1111 1111 1111"
+
+IMAGE_CONFIG: dict[str, Any] = {
+    "models": [
+        {"name": "m", "cluster": "c", "upstream_model": "up", "modalities": ["text", "image"]}
+    ],
+    "signals": {
+        "image": [{"name": "xray_like", "grayscale": True}],
+        "modality": [{"name": "has_image"}],
+    },
+    "decisions": [
+        {
+            "name": "radiology",
+            "priority": 10,
+            "rules": "image.xray_like",
+            "action": {"type": "route", "models": ["m"]},
+        },
+        {
+            "name": "pictures",
+            "rules": "modality.has_image",
+            "action": {"type": "route", "models": ["m"]},
+        },
+    ],
+    "default": {"action": {"type": "route", "models": ["m"]}},
+}
+
+
+def grey_png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("L", (16, 16), 128).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def record_of(
+    document: dict[str, Any],
+    *,
+    router: Router | None = None,
+    keep_content: bool = True,
+    replay_id: str | None = None,
+) -> ReplayRecord:
+    router = router or Router(load_policy(RULES_ONLY)[1])
+    raw = body(document)
+    request = router.parse(raw, router.policy)
+    decision = asyncio.run(router.decide(request, router.policy))
+    return make_record(
+        replay_id or new_replay_id(),
+        "req-1",
+        raw,
+        request,
+        decision,
+        keep_content=keep_content,
+        policy_fingerprint=router.policy.fingerprint,
+    )
+
+
+def plain(replay_id: str, at: float, *, content: bool = False) -> ReplayRecord:
+    return ReplayRecord(
+        id=replay_id,
+        time=at,
+        request_id=f"r-{replay_id}",
+        request_hash="0" * 64,
+        policy="abc",
+        decision="coding",
+        outcome="routed",
+        model="coder",
+        signals={"keyword.code_words": {"matched": True, "confidence": 1.0, "error": None}},
+        trace={"decision": "coding"},
+        content={"messages": [{"role": "user", "content": "hi"}]} if content else None,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteReplayStore]:
+    opened = SqliteReplayStore(tmp_path / "replay.sqlite3")
+    yield opened
+    opened.close()
+
+
+# --- the store ---------------------------------------------------------------------------
+
+
+def test_a_record_reads_back_as_it_was_written(store: SqliteReplayStore) -> None:
+    record = record_of(chat(user(f"fix this bug, mail {EMAIL}")))
+    store.put(record)
+    assert store.get(record.id) == record
+    assert store.get("nope") is None
+
+
+def test_scan_starts_at_a_time_and_can_keep_only_records_with_content(
+    store: SqliteReplayStore,
+) -> None:
+    for number in range(600):  # more than one page of the scan
+        store.put(plain(f"id{number:04d}", 1000.0 + number, content=number % 2 == 0))
+    assert [r.id for r in store.scan(1598.0)] == ["id0598", "id0599"]
+    assert len(list(store.scan())) == 600
+    with_content = list(store.scan(1000.0, with_content=True))
+    assert len(with_content) == 300
+    assert all(r.content is not None for r in with_content)
+    assert [r.id for r in store.scan(1010.0, with_content=True, limit=3)] == [
+        "id0010",
+        "id0012",
+        "id0014",
+    ]
+
+
+def test_prune_deletes_by_age_then_the_oldest_beyond_the_count(store: SqliteReplayStore) -> None:
+    for number in range(10):
+        store.put(plain(f"id{number}", 100.0 + number))
+    assert store.prune(max_age_s=5.0, max_records=100, now=110.0) == 5  # 100..104 are too old
+    assert [r.id for r in store.scan()] == ["id5", "id6", "id7", "id8", "id9"]
+    assert store.prune(max_age_s=1e9, max_records=2, now=110.0) == 3
+    assert [r.id for r in store.scan()] == ["id8", "id9"]
+
+
+def test_another_connection_reads_a_store_while_it_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "live.sqlite3"
+    recorder = ReplayRecorder(SqliteReplayStore(path), max_age_s=3600, max_records=100)
+    try:
+        first = plain(new_replay_id(), time.time())
+        assert recorder.record(first)
+        reader = SqliteReplayStore(path, readonly=True)
+        try:
+            assert _eventually(lambda: reader.get(first.id) is not None)
+            second = plain(new_replay_id(), time.time())
+            recorder.record(second)
+            assert _eventually(lambda: [r.id for r in reader.scan()] == [first.id, second.id])
+        finally:
+            reader.close()
+        connection = sqlite3.connect(path)
+        try:
+            (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+        finally:
+            connection.close()
+        assert mode == "wal"
+    finally:
+        recorder.close()
+
+
+def test_a_read_only_store_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no replay store"):
+        SqliteReplayStore(tmp_path / "missing.sqlite3", readonly=True)
+    assert not (tmp_path / "missing.sqlite3").exists()
+
+
+def test_open_store_picks_sqlite_by_the_path_and_names_what_it_lacks(tmp_path: Path) -> None:
+    for path in (tmp_path / "a.sqlite3", f"sqlite://{tmp_path / 'b.db'}"):
+        opened = open_store(ReplayConfig(path=str(path)))
+        try:
+            assert isinstance(opened, SqliteReplayStore)
+        finally:
+            opened.close()
+    with pytest.raises(ConfigError, match="no replay store for 'postgres'"):
+        open_store(ReplayConfig(path="postgres://db/replay"))
+
+
+# --- the recorder ------------------------------------------------------------------------
+
+
+class MemoryStore:
+    """A store in a dict whose ``put`` can be held (slow) or made to fail."""
+
+    def __init__(self, *, fail_first: int = 0) -> None:
+        self.records: dict[str, ReplayRecord] = {}
+        self.release = threading.Event()
+        self.release.set()
+        self.entered = threading.Event()
+        self.fail_first = fail_first
+        self.closed = False
+
+    def put(self, record: ReplayRecord) -> None:
+        self.entered.set()
+        self.release.wait(10)
+        if self.fail_first:
+            self.fail_first -= 1
+            raise sqlite3.OperationalError("disk I/O error")
+        self.records[record.id] = record
+
+    def get(self, replay_id: str) -> ReplayRecord | None:
+        return self.records.get(replay_id)
+
+    def scan(
+        self, since: float | None = None, *, with_content: bool = False, limit: int | None = None
+    ) -> Iterator[ReplayRecord]:
+        return iter(sorted(self.records.values(), key=lambda r: r.time))
+
+    def prune(self, *, max_age_s: float, max_records: int, now: float | None = None) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_record_returns_at_once_and_drops_when_the_queue_is_full() -> None:
+    store = MemoryStore()
+    store.release.clear()  # every put hangs until released
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10, queue_size=2)
+    try:
+        started = time.perf_counter()
+        assert recorder.record(plain("a", 1.0))
+        assert store.entered.wait(5)  # the writer holds "a"; the queue is empty again
+        assert recorder.record(plain("b", 2.0))
+        assert recorder.record(plain("c", 3.0))
+        assert not recorder.record(plain("d", 4.0))
+        assert time.perf_counter() - started < 1.0
+        assert recorder.dropped == 1
+        assert recorder.get("c") == plain("c", 3.0)  # queued, not yet written
+        assert recorder.get("d") is None
+    finally:
+        store.release.set()
+        recorder.close()
+    assert sorted(store.records) == ["a", "b", "c"]
+    assert store.closed
+
+
+def test_a_failing_store_is_counted_and_never_raised() -> None:
+    store = MemoryStore(fail_first=2)
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10)
+    try:
+        assert all(recorder.record(plain(name, 1.0)) for name in ("a", "b", "c"))
+    finally:
+        recorder.close()
+    assert recorder.failed == 2
+    assert recorder.written == 1
+    assert list(store.records) == ["c"]
+
+
+def test_close_writes_everything_queued(tmp_path: Path) -> None:
+    path = tmp_path / "flush.sqlite3"
+    recorder = ReplayRecorder(SqliteReplayStore(path), max_age_s=3600, max_records=1000)
+    ids = [new_replay_id() for _ in range(200)]
+    for replay_id in ids:
+        assert recorder.record(plain(replay_id, time.time()))
+    recorder.close()
+    assert not recorder.record(plain(new_replay_id(), time.time()))  # closed: dropped
+    reader = SqliteReplayStore(path, readonly=True)
+    try:
+        assert [r.id for r in reader.scan()] == ids
+    finally:
+        reader.close()
+
+
+def test_the_writer_prunes_old_records(tmp_path: Path) -> None:
+    store = SqliteReplayStore(tmp_path / "old.sqlite3")
+    store.put(plain("ancient", time.time() - 7200))
+    recorder = ReplayRecorder(store, max_age_s=3600, max_records=10, prune_every_s=0.01)
+    try:
+        assert _eventually(lambda: store.get("ancient") is None)
+    finally:
+        recorder.close()
+
+
+# --- what a record keeps -----------------------------------------------------------------
+
+
+def test_without_keep_content_a_record_holds_no_request() -> None:
+    raw_text = f"fix this bug for {EMAIL}"
+    record = record_of(chat(user(raw_text)), keep_content=False)
+    assert record.content is None
+    assert record.decision == "coding"
+    assert record.outcome == "routed"
+    assert record.model == "coder"
+    assert record.signals["keyword.code_words"] == {
+        "matched": True,
+        "confidence": 1.0,
+        "error": None,
+    }
+    assert record.trace["decision"] == "coding"
+    assert EMAIL not in orjson.dumps(record.__dict__).decode()
+
+
+def test_kept_content_has_pii_placeholders_and_images_as_hashes_with_features() -> None:
+    router = Router(compile_policy(parse_config(IMAGE_CONFIG), Resources()))
+    png = grey_png()
+    document = chat(
+        {"role": "system", "content": f"The account card is {CARD}."},
+        {
+            "role": "user",
+            "name": "Jane Doe",
+            "content": [text_part(f"Mail {EMAIL} about this scan"), image_part(data_url(png))],
+        },
+        user("again, " + EMAIL),
+        user([{"type": "file", "file": {"file_data": "SGVsbG8=", "filename": "jane.pdf"}}]),
+        user([image_part("https://example.com/u/jane/photo.jpg?token=abc")]),
+        user=EMAIL,
+        metadata={"customer": "Jane"},
+    )
+    record = record_of(document, router=router)
+    assert record.decision == "radiology"
+    content = record.content
+    assert content is not None
+    stored = orjson.dumps(content).decode()
+    for secret in (EMAIL, CARD, "Jane", "jane", "SGVsbG8=", "token=abc"):
+        assert secret not in stored
+    assert set(content) == {"model", "messages"}
+    system, with_image, again, with_file, remote = content["messages"]
+    assert system["content"] == "The account card is <CARD_1>."
+    assert with_image["content"][0]["text"] == "Mail <EMAIL_1> about this scan"
+    assert again["content"] == "again, <EMAIL_1>"  # one value, one placeholder
+    assert with_file["content"] == [{"type": "file"}]
+    stub = with_image["content"][1]["image_url"]
+    assert stub["sha256"] == hashlib.sha256(png).hexdigest()
+    assert stub["format"] == "png"
+    assert stub["source"] == "data"
+    assert stub["features"]["image.xray_like"] == {
+        "format": "png",
+        "width": 16,
+        "height": 16,
+        "frames": 1,
+        "gps": False,
+        "grayscale": True,
+        "matched": True,
+    }
+    remote_stub = remote["content"][0]["image_url"]
+    assert remote_stub["source"] == "remote"
+    assert remote_stub["format"] == "jpeg"
+    assert "url" not in remote_stub
+
+
+def test_the_record_identifies_the_body_and_the_policy() -> None:
+    document = chat(user("hello"))
+    record = record_of(document)
+    assert record.request_hash == hashlib.sha256(body(document)).hexdigest()
+    assert record.policy == load_policy(RULES_ONLY)[1].fingerprint != ""
+    assert record.request_id == "req-1"
+    assert abs(record.time - time.time()) < 60
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error", "decision"),
+    [
+        (None, None, "invalid_request"),
+        (None, "request_too_large", "request_too_large"),
+        ("passthrough", None, "passthrough"),
+    ],
+)
+def test_a_request_without_a_decision_is_recorded_as_what_happened(
+    outcome: str | None, error: str | None, decision: str
+) -> None:
+    record = make_record(
+        "x",
+        "req",
+        b"{not json",
+        None,
+        None,
+        outcome=outcome,
+        keep_content=True,
+        policy_fingerprint="p",
+        error=error,
+    )
+    assert record.decision == decision
+    assert record.outcome == (outcome or "error")
+    assert record.content is None
+    assert record.model is None
+
+
+def test_replay_ids_are_unique_url_safe_and_sort_by_time() -> None:
+    ids = [new_replay_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    assert sorted(ids) == ids
+    assert all(re.fullmatch(r"[0-9a-f]{20}", replay_id) for replay_id in ids)
+    before = new_replay_id()
+    time.sleep(0.002)
+    assert new_replay_id() > before
+
+
+def test_the_image_families_are_registered_families() -> None:
+    assert set(FAMILIES) >= IMAGE_FAMILIES
+
+
+def _eventually(check: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False

@@ -1,0 +1,118 @@
+"""Prometheus metrics of one processor, exposed on the admin port at ``/metrics``.
+
+Each ``Metrics`` owns its registry, so several processors in one process (tests) never
+share counters. Label values are bounded: decisions, models, signals and PII types come
+from the config, outcomes and image formats from short fixed lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from vsr_extproc.core.decision import RoutingDecision
+from vsr_extproc.core.request import NormalizedRequest
+from vsr_extproc.core.signals import SignalResult
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_KNOWN_FORMATS = frozenset({"png", "jpeg", "webp", "gif", "bmp", "tiff"})
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.requests = Counter(
+            "vsr_requests",
+            "Requests by decision, model and outcome (routed, blocked, confirmed, error, …)",
+            ["decision", "model", "outcome"],
+            registry=registry,
+        )
+        self.decision_seconds = Histogram(
+            "vsr_decision_seconds",
+            "Time from the request body to the answer, signals included",
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.signal_seconds = Histogram(
+            "vsr_signal_seconds",
+            "Latency of each signal",
+            ["family", "name"],
+            buckets=_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.signal_errors = Counter(
+            "vsr_signal_errors",
+            "Signals that failed, by kind (error or timeout)",
+            ["family", "name", "kind"],
+            registry=registry,
+        )
+        self.images = Counter(
+            "vsr_images_inspected",
+            "Images of routed requests, by format",
+            ["format"],
+            registry=registry,
+        )
+        self.pii = Counter(
+            "vsr_pii_findings",
+            "PII findings by type (counts only)",
+            ["type"],
+            registry=registry,
+        )
+        self.reloads = Counter(
+            "vsr_config_reloads",
+            "Config reloads by result (success, invalid)",
+            ["result"],
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "vsr_inflight_streams", "ext_proc streams being processed", registry=registry
+        )
+        self.models = Gauge(
+            "vsr_model_loaded",
+            "Model runtimes: 1 loaded, 0 unavailable",
+            ["runtime", "model"],
+            registry=registry,
+        )
+        self.replay_dropped = Counter(
+            "vsr_replay_dropped",
+            "Decision records dropped (queue full or store failing); routing was unaffected",
+            registry=registry,
+        )
+
+    def signal(self, result: SignalResult, *, timed_out: bool) -> None:
+        """The signal runner's observer."""
+        self.signal_seconds.labels(result.family, result.name).observe(result.latency_ms / 1000)
+        if result.error is not None:
+            kind = "timeout" if timed_out else "error"
+            self.signal_errors.labels(result.family, result.name, kind).inc()
+
+    def decided(
+        self, decision: RoutingDecision, request: NormalizedRequest, seconds: float
+    ) -> None:
+        model = decision.model.name if decision.model else "none"
+        self.requests.labels(decision.name, model, decision.outcome.value).inc()
+        self.decision_seconds.observe(seconds)
+        for image in request.images:
+            name = image.format or "unknown"
+            self.images.labels(name if name in _KNOWN_FORMATS else "other").inc()
+        for result in decision.results.values():
+            if result.family == "pii" and isinstance(result.value, dict):
+                for kind, count in result.value.items():
+                    self.pii.labels(kind).inc(count)
+
+    def answered(self, decision: str, outcome: str, seconds: float | None = None) -> None:
+        """A request the router answered without a decision (invalid, passthrough)."""
+        self.requests.labels(decision, "none", outcome).inc()
+        if seconds is not None:
+            self.decision_seconds.observe(seconds)
+
+    def runtimes(self, states: Iterable[tuple[str, str, bool]]) -> None:
+        """(runtime, model, loaded) of every model runtime the policy uses."""
+        self.models.clear()
+        for runtime, model, loaded in states:
+            self.models.labels(runtime, model).set(1 if loaded else 0)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
