@@ -65,6 +65,10 @@ bench: $(STAMP) ## latency and throughput benchmarks (prints the README's number
 parity: $(STAMP) ## the vision parity gate on a real checkpoint: make parity MODEL=google/siglip-base-patch16-224
 	$(BIN)/vsr-extproc parity --model $(MODEL) --images tests/data/parity --precision $(or $(PRECISION),fp32)
 
+.PHONY: soak
+soak: $(STAMP) ## load, RSS and scale-out report through the demo stack (writes .reports/)
+	$(BIN)/python -m bench.soak
+
 .PHONY: clean
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(PROTO_OUT)

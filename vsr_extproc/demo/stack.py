@@ -117,11 +117,15 @@ class Stack:
         assert self.processor_config is not None
         return self.spawn("standins", [*_cli(), "standin", "--config", str(self.processor_config)])
 
-    def start_processor(self, name: str = "processor", listen: str | None = None) -> Child:
+    def start_processor(
+        self, name: str = "processor", listen: str | None = None, admin: str | None = None
+    ) -> Child:
         assert self.processor_config is not None
         command = [*_cli(), "serve", "--config", str(self.processor_config), "--log-json"]
         if listen:
             command += ["--listen", listen]
+        if admin:
+            command += ["--admin-listen", admin]
         return self.spawn(name, command)
 
     def start_envoy(self) -> Child:
