@@ -53,6 +53,21 @@ envoy-config: $(STAMP) ## regenerate envoy.yaml from the demo config
 readme: $(STAMP) ## refresh the README's config reference from the schema
 	$(BIN)/python -m vsr_extproc.config.reference README.md
 
+DEPLOY_ENVOY := deploy/compose deploy/k8s/base deploy/k8s/overlays/dev deploy/k8s/overlays/prod deploy/examples/vllm
+
+.PHONY: deploy-config
+deploy-config: $(STAMP) ## regenerate the Envoy configs under deploy/ from their router configs
+	cp deploy/examples/vllm/router.yaml deploy/k8s/overlays/prod/router.yaml
+	for dir in $(DEPLOY_ENVOY); do $(BIN)/vsr-extproc envoy-config $$dir/router.yaml --out $$dir/envoy.yaml || exit 1; done
+
+.PHONY: deploy-check
+deploy-check: $(STAMP) ## check deploy/ offline: kustomize + Kubernetes 1.32 schemas, envoy validate, compose, Dockerfile
+	$(BIN)/pytest tests/e2e/test_deploy.py $(PYTEST_ARGS)
+
+.PHONY: image
+image: ## build the container image (needs a Docker engine): make image TAG=…
+	docker build -f deploy/Dockerfile -t vsr-extproc:$(or $(TAG),local) .
+
 .PHONY: demo
 demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and stand-ins; Ctrl-C stops all
 	$(BIN)/vsr-extproc demo --config $(DEMO_CONFIG) $(if $(PORT),--port $(PORT))

@@ -20,6 +20,7 @@ def demo_document() -> dict[str, Any]:
 
 def start_stack(document: dict[str, Any], tmp: Path) -> Stack:
     """Start a stack on ephemeral ports and wait until every part is ready."""
+    document = {**document, "server": {**document.get("server", {}), "drain_delay_s": 0.5}}
     stack = prepare_stack(document, tmp, ephemeral_ports=True)
     try:
         stack.start_standins()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,9 @@ DEMO_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "demo" / "rout
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # OpenMP threads that spin while waiting steal the cores other threads need (measured:
+    # loading the models on a busy 2-core machine took minutes instead of seconds)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

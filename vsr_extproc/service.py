@@ -188,10 +188,16 @@ class Service:
             if digest != self._digest:
                 await self.reload("changed")
 
-    async def stop(self, grace_s: float | None = None) -> None:
+    async def stop(self, grace_s: float | None = None, drain_delay_s: float | None = None) -> None:
+        """Drain: NOT_SERVING first, keep accepting for the drain delay, then let in-flight
+        streams finish within the grace period."""
         await self.set_serving(False)
         if self._watcher is not None:
             self._watcher.cancel()
+        delay = self.config.server.drain_delay_s if drain_delay_s is None else drain_delay_s
+        if delay:
+            log.info("not_serving", delay_s=delay)
+            await asyncio.sleep(delay)
         grace = self.config.server.grace_period_s if grace_s is None else grace_s
         await self.server.stop(grace)
         if self.admin is not None:

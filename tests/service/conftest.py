@@ -40,7 +40,7 @@ def resources() -> Resources:
 async def service(config_path: Path, resources: Resources) -> AsyncIterator[Service]:
     started = await start(config_path, resources=resources)
     yield started
-    await started.stop(0)
+    await started.stop(0, 0)
 
 
 @pytest.fixture

@@ -409,6 +409,13 @@ class ServerConfig(Strict):
     grace_period_s: float = Field(
         default=10.0, ge=0, description="SIGTERM: how long in-flight streams may finish"
     )
+    drain_delay_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=60,
+        description="SIGTERM: keep accepting while health says NOT_SERVING, so Envoy's health "
+        "checks (every 2 s, 2 failures) take this processor out before it stops",
+    )
     max_message_bytes: int = Field(
         default=64 * 1024 * 1024,
         gt=0,
@@ -429,6 +436,11 @@ class ClusterConfig(Strict):
     endpoints: tuple[Endpoint, ...] = Field(min_length=1, description="the servers")
     tls: bool = Field(default=False, description="TLS to the upstream (SNI = the address)")
     sni: str | None = Field(default=None, description="TLS server name, if not the address")
+    tls_ca_file: str | None = Field(
+        default="/etc/ssl/certs/ca-certificates.crt",
+        description="CAs that must have signed the server's certificate (checked against "
+        "the server name); empty = encrypt without verifying",
+    )
     timeout_ms: int = Field(default=120_000, gt=0, description="the route's upstream timeout")
     connect_timeout_ms: int = Field(default=2000, gt=0, description="TCP (and TLS) connect")
     retries: int = Field(

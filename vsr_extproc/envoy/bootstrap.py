@@ -22,6 +22,7 @@ path), and ``envoy --mode validate`` remains the authority on ranges.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import warnings
 from typing import Any
@@ -106,8 +107,13 @@ def check_bootstrap(bootstrap: dict[str, Any]) -> None:
         import envoy_data_plane.envoy.extensions.upstreams.http.v3  # noqa: F401
         from envoy_data_plane.envoy.config.bootstrap.v3 import Bootstrap
 
+    # envoy-data-plane misnames OutlierDetection.consecutive_5xx ("consecutive_5_xx") and
+    # rejects the real field; Envoy's own validation covers those blocks
+    checked = copy.deepcopy(bootstrap)
+    for cluster in checked.get("static_resources", {}).get("clusters", []):
+        cluster.pop("outlier_detection", None)
     try:
-        Bootstrap.from_dict(bootstrap)
+        Bootstrap.from_dict(checked)
     except (KeyError, ValueError, TypeError) as exc:
         raise ConfigError([f"envoy bootstrap: {exc}"]) from None
 
@@ -376,6 +382,8 @@ def _processor_cluster(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, An
             "interval": "2s",
             "unhealthy_threshold": 2,
             "healthy_threshold": 1,
+            # before the cluster carries traffic Envoy would check only once a minute
+            "no_traffic_interval": "2s",
             "grpc_health_check": {"service_name": ""},
         }
     ]
@@ -386,12 +394,21 @@ def _model_cluster(cluster: ClusterConfig, envoy: EnvoyConfig) -> dict[str, Any]
     built = _cluster(cluster.name, cluster.endpoints, cluster.connect_timeout_ms)
     built["per_connection_buffer_limit_bytes"] = envoy.buffer_limit_bytes
     if cluster.tls:
+        server_name = cluster.sni or cluster.endpoints[0].address
+        tls: dict[str, Any] = {"sni": server_name}
+        if cluster.tls_ca_file is not None:
+            # verify the model server's certificate: signed by these CAs, for this name
+            tls["common_tls_context"] = {
+                "validation_context": {
+                    "trusted_ca": {"filename": cluster.tls_ca_file},
+                    "match_typed_subject_alt_names": [
+                        {"san_type": "DNS", "matcher": {"exact": server_name}}
+                    ],
+                }
+            }
         built["transport_socket"] = {
             "name": "envoy.transport_sockets.tls",
-            "typed_config": _typed(
-                "transport_sockets.tls.v3.UpstreamTlsContext",
-                sni=cluster.sni or cluster.endpoints[0].address,
-            ),
+            "typed_config": _typed("transport_sockets.tls.v3.UpstreamTlsContext", **tls),
         }
     if cluster.outlier_detection:
         built["outlier_detection"] = {

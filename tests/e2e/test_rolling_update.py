@@ -1,0 +1,70 @@
+"""A rolling update: one of two processors gets SIGTERM under steady traffic.
+
+The processor turns NOT_SERVING and keeps accepting for its drain delay, long enough for
+Envoy's health checks to take it out; then it lets in-flight streams finish. No request
+may fail on the way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+import yaml
+from builders import chat, user
+from stacks import ROOT
+
+from vsr_extproc.demo.stack import Stack, free_port, prepare_stack
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def two_processors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
+    document["envoy"]["processor"] = [{"port": 1}, {"port": 1}]
+    document["server"]["drain_delay_s"] = 5.0
+    stack = prepare_stack(document, tmp_path_factory.mktemp("rolling"), ephemeral_ports=True)
+    try:
+        assert stack.config.envoy is not None
+        stack.start_standins()
+        for number, endpoint in enumerate(stack.config.envoy.processor):
+            stack.start_processor(f"processor{number}", f"127.0.0.1:{endpoint.port}",
+                                  f"127.0.0.1:{free_port()}")  # fmt: skip
+        stack.start_envoy()
+        stack.wait_ready()
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def test_sigterm_to_one_of_two_processors_loses_no_request(two_processors: Stack) -> None:
+    statuses: Counter[int] = Counter()
+    stop = asyncio.Event()
+
+    async def load() -> None:
+        body = orjson.dumps(chat(user("Find the bug in my loop")))
+        async with httpx.AsyncClient(base_url=two_processors.url, timeout=15) as client:
+            while not stop.is_set():
+                answer = await client.post(
+                    "/v1/chat/completions", content=body,
+                    headers={"content-type": "application/json"},
+                )  # fmt: skip
+                statuses[answer.status_code] += 1
+
+    workers = [asyncio.create_task(load()) for _ in range(4)]
+    await asyncio.sleep(4.0)  # Envoy's health checks have seen both processors
+    leaving = two_processors.children["processor0"].process
+    leaving.send_signal(signal.SIGTERM)
+    exit_code = await asyncio.get_running_loop().run_in_executor(None, leaving.wait, 30)
+    await asyncio.sleep(1.0)
+    stop.set()
+    await asyncio.gather(*workers)
+    assert exit_code == 0
+    assert statuses[200] > 50
+    assert set(statuses) == {200}, statuses
