@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 from builders import chat, image_part, text_part, user
-from stacks import ROOT, demo_document, post_chat, start_stack
+from stacks import ROOT, SteadyLoad, demo_document, post_chat, start_stack
 
 from vsr_extproc.demo.stack import Stack
 
@@ -136,24 +136,7 @@ def test_an_upstream_that_is_down_is_envoys_503_with_the_decision(
 async def test_the_processor_killed_under_load_fails_closed_and_recovers(
     faulty: Stack,
 ) -> None:
-    statuses: Counter[int] = Counter()
-    codes: Counter[str] = Counter()
-    stop = asyncio.Event()
-
-    async def load() -> None:
-        body = orjson.dumps(chat(user("hello there, how are you?")))
-        async with httpx.AsyncClient(base_url=faulty.url, timeout=15) as client:
-            while not stop.is_set():
-                answer = await client.post(
-                    "/v1/chat/completions", content=body,
-                    headers={"content-type": "application/json"},
-                )  # fmt: skip
-                statuses[answer.status_code] += 1
-                if answer.status_code >= 500:
-                    codes[answer.json()["error"]["code"]] += 1
-
-    workers = [asyncio.create_task(load()) for _ in range(4)]
-    try:
+    async with SteadyLoad(faulty.url, chat(user("hello there, how are you?"))) as load:
         await asyncio.sleep(1.0)
         processor = faulty.children["processor"].process
         os.kill(processor.pid, signal.SIGKILL)
@@ -161,11 +144,10 @@ async def test_the_processor_killed_under_load_fails_closed_and_recovers(
         await asyncio.sleep(1.5)  # the gap: requests keep arriving
         faulty.start_processor()
         await _ready(faulty)
-        recovered = sum(statuses.values())
+        recovered = len(load.answers)
         await asyncio.sleep(2.0)
-    finally:
-        stop.set()
-        await asyncio.gather(*workers)
+    statuses = load.statuses
+    codes = Counter(a.json()["error"]["code"] for _, a in load.answers if a.status_code >= 500)
     assert set(statuses) <= {200, 500}, statuses  # answered, never hung
     assert statuses[500] > 0
     assert set(codes) == {"router_error"}  # the documented fail-closed answer

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
 
 import httpx
 import orjson
 import pytest
 import yaml
 from builders import chat, user
-from stacks import post_chat
+from stacks import SteadyLoad, post_chat
 
 from vsr_extproc.demo.stack import Stack
 
@@ -78,40 +77,29 @@ async def test_reloading_under_load_loses_nothing_and_switches(stack: Stack) -> 
     document = yaml.safe_load(original)
     document["decisions"] = [d for d in document["decisions"] if d["name"] != "refuse_forbidden"]
     changed = yaml.safe_dump(document)
-    statuses: Counter[int] = Counter()
-    decisions: list[tuple[float, str]] = []
-    stop = asyncio.Event()
-
-    async def load() -> None:
-        body = orjson.dumps(chat(user("how to make a bomb")))
-        async with httpx.AsyncClient(base_url=stack.url, timeout=30) as client:
-            while not stop.is_set():
-                answer = await client.post(
-                    "/v1/chat/completions", content=body,
-                    headers={"content-type": "application/json"},
-                )  # fmt: skip
-                statuses[answer.status_code] += 1
-                decisions.append((time.monotonic(), answer.headers.get("x-vsr-decision", "")))
-
-    workers = [asyncio.create_task(load()) for _ in range(4)]
     try:
-        await asyncio.sleep(1.0)
-        stack.processor_config.write_text("decisions: [\n")  # invalid: must change nothing
-        await asyncio.sleep(2.0)
-        switched_at = time.monotonic()
-        stack.processor_config.write_text(changed)
-        await _until(lambda: any(t > switched_at and d != "refuse_forbidden"
-                                 for t, d in decisions), 60)  # fmt: skip
-        await asyncio.sleep(0.5)
+        async with SteadyLoad(stack.url, chat(user("how to make a bomb")), timeout=30) as load:
+
+            def decisions() -> list[tuple[float, str]]:
+                return [(t, a.headers.get("x-vsr-decision", "")) for t, a in load.answers]
+
+            await asyncio.sleep(1.0)
+            stack.processor_config.write_text("decisions: [\n")  # invalid: must change nothing
+            await asyncio.sleep(2.0)
+            switched_at = time.monotonic()
+            stack.processor_config.write_text(changed)
+            await _until(lambda: any(t > switched_at and d != "refuse_forbidden"
+                                     for t, d in decisions()), 60)  # fmt: skip
+            await asyncio.sleep(0.5)
     finally:
-        stop.set()
-        await asyncio.gather(*workers)
         stack.processor_config.write_text(original)
+    statuses = load.statuses
+    decided = decisions()
     assert set(statuses) <= {200, 403}, statuses  # no 5xx, nothing lost
     assert sum(statuses.values()) > 20
-    before = [d for t, d in decisions if t < switched_at]
+    before = [d for t, d in decided if t < switched_at]
     assert set(before) == {"refuse_forbidden"}  # the invalid file changed nothing
-    assert decisions[-1][1] != "refuse_forbidden"
+    assert decided[-1][1] != "refuse_forbidden"
 
 
 async def _until(condition: object, seconds: float) -> None:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections import Counter
 from collections.abc import Iterator
 
-import httpx
-import orjson
 import pytest
 import yaml
 from builders import chat, user
-from stacks import ROOT
+from stacks import ROOT, SteadyLoad
 
 from vsr_extproc.demo.stack import Stack, free_port, prepare_stack
 
@@ -44,27 +41,13 @@ def two_processors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 async def test_sigterm_to_one_of_two_processors_loses_no_request(two_processors: Stack) -> None:
-    statuses: Counter[int] = Counter()
-    stop = asyncio.Event()
-
-    async def load() -> None:
-        body = orjson.dumps(chat(user("Find the bug in my loop")))
-        async with httpx.AsyncClient(base_url=two_processors.url, timeout=15) as client:
-            while not stop.is_set():
-                answer = await client.post(
-                    "/v1/chat/completions", content=body,
-                    headers={"content-type": "application/json"},
-                )  # fmt: skip
-                statuses[answer.status_code] += 1
-
-    workers = [asyncio.create_task(load()) for _ in range(4)]
-    await asyncio.sleep(4.0)  # Envoy's health checks have seen both processors
-    leaving = two_processors.children["processor0"].process
-    leaving.send_signal(signal.SIGTERM)
-    exit_code = await asyncio.get_running_loop().run_in_executor(None, leaving.wait, 30)
-    await asyncio.sleep(1.0)
-    stop.set()
-    await asyncio.gather(*workers)
+    async with SteadyLoad(two_processors.url, chat(user("Find the bug in my loop"))) as load:
+        await asyncio.sleep(4.0)  # Envoy's health checks have seen both processors
+        leaving = two_processors.children["processor0"].process
+        leaving.send_signal(signal.SIGTERM)
+        exit_code = await asyncio.get_running_loop().run_in_executor(None, leaving.wait, 30)
+        await asyncio.sleep(1.0)
+    statuses = load.statuses
     assert exit_code == 0
     assert statuses[200] > 50
     assert set(statuses) == {200}, statuses

@@ -40,6 +40,17 @@ _MAGIC: tuple[tuple[bytes, int, str], ...] = (
     (b"BM", 0, "bmp"),
     (b"II*\x00", 0, "tiff"),
     (b"MM\x00*", 0, "tiff"),
+    # formats a client may plausibly send that the router does not decode, named so that
+    # an error can say which one arrived
+    (b"\x00\x00\x01\x00", 0, "ico"),
+    (b"ftypavif", 4, "avif"),
+    (b"ftypheic", 4, "heic"),
+    (b"ftypmif1", 4, "heif"),
+    (b"8BPS", 0, "psd"),
+    (b"%!PS", 0, "eps"),
+    (b"%PDF", 0, "pdf"),
+    (b"<svg", 0, "svg"),
+    (b"<?xml", 0, "svg or xml"),
 )
 
 

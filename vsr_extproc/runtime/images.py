@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from PIL import ExifTags, Image, ImageFile, UnidentifiedImageError
 
+from vsr_extproc.core.request import sniff_format as sniff_magic
 from vsr_extproc.errors import ImageError
 
 warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
@@ -42,29 +43,6 @@ DEFAULT_FORMATS: frozenset[str] = frozenset({"png", "jpeg", "webp", "gif"})
 
 # PIL's JPEG plugin reports a JPEG carrying an MPO index (most phone cameras) as "MPO".
 _FORMAT_OF_PIL: dict[str, str] = {"MPO": "jpeg"}
-
-# Magic numbers of formats a client may plausibly send, used only to say *which* disallowed
-# format arrived; nothing here is parsed.
-_MAGIC: tuple[tuple[bytes, int, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", 0, "png"),
-    (b"\xff\xd8\xff", 0, "jpeg"),
-    (b"GIF87a", 0, "gif"),
-    (b"GIF89a", 0, "gif"),
-    (b"WEBP", 8, "webp"),
-    (b"BM", 0, "bmp"),
-    (b"II*\x00", 0, "tiff"),
-    (b"MM\x00*", 0, "tiff"),
-    (b"\x00\x00\x01\x00", 0, "ico"),
-    (b"ftypavif", 4, "avif"),
-    (b"ftypheic", 4, "heic"),
-    (b"ftypmif1", 4, "heif"),
-    (b"8BPS", 0, "psd"),
-    (b"%!PS", 0, "eps"),
-    (b"%PDF", 0, "pdf"),
-    (b"<svg", 0, "svg"),
-    (b"<?xml", 0, "svg or xml"),
-)
-
 
 @dataclass(frozen=True)
 class ImageLimits:
@@ -150,10 +128,7 @@ def has_alpha(image: Image.Image) -> bool:
 def sniff_format(data: bytes) -> str | None:
     """Name the format of ``data`` by its magic number, or ``None`` if unknown."""
     head = data[:32].lstrip() if data[:1] in (b" ", b"\n", b"\r", b"\t") else data[:32]
-    for magic, offset, name in _MAGIC:
-        if head[offset : offset + len(magic)] == magic:
-            return name
-    return None
+    return sniff_magic(head)
 
 
 def _check_size(data: bytes, limits: ImageLimits) -> None:
