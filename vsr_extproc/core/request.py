@@ -125,11 +125,6 @@ class ImagePart:
         """True when the image's bytes are at hand (inline, or fetched)."""
         return self._payload is not None or self._data is not None
 
-    @property
-    def encoded_size(self) -> int:
-        """Bytes of the base64 payload as received (0 for an unfetched remote image)."""
-        return len(self._payload) if self._payload is not None else len(self._data or b"")
-
     def data(self) -> bytes:
         """The image's bytes. Raises ``ImageError`` for bad base64 or an unfetched URL."""
         if self._data is None:

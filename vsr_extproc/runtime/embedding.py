@@ -315,9 +315,6 @@ class Embedder:
             tuple((piece.start, piece.end) for piece in pieces), np.stack(vectors)
         )
 
-    def warm_up(self) -> None:
-        self.encoder.embed(["warm-up"])
-
     async def close(self) -> None:
         await self._batcher.close()
         self._executor.shutdown(wait=False)

@@ -44,6 +44,7 @@ DEFAULT_FORMATS: frozenset[str] = frozenset({"png", "jpeg", "webp", "gif"})
 # PIL's JPEG plugin reports a JPEG carrying an MPO index (most phone cameras) as "MPO".
 _FORMAT_OF_PIL: dict[str, str] = {"MPO": "jpeg"}
 
+
 @dataclass(frozen=True)
 class ImageLimits:
     """What an image may cost before it is decoded.

@@ -8,7 +8,6 @@ image report the reason.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from vsr_extproc.core.request import ImagePart
@@ -53,9 +52,3 @@ async def decode(
         return await run_cpu(work)
 
     return await evaluation.once(("decoded-image", image.index), compute)
-
-
-async def decode_all(
-    evaluation: Evaluation, images: list[ImagePart], limits: ImageLimits
-) -> list[DecodedImage | ImageError]:
-    return list(await asyncio.gather(*(decode(evaluation, image, limits) for image in images)))
