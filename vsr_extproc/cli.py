@@ -103,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
     evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
     evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))
+    evaluate.add_argument("--runtime", choices=("torch", "onnxruntime"))
     evaluate.add_argument("--report", type=Path, help="JSON report path (default: eval-TASK.json)")
     evaluate.set_defaults(run=_eval)
 
@@ -269,7 +270,7 @@ def _standin(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from vsr_extproc import eval as evaluation
 
-    report = evaluation.run(args.task, args.data, args.config, args.precision)
+    report = evaluation.run(args.task, args.data, args.config, args.precision, args.runtime)
     path = args.report or Path(f"eval-{args.task}.json")
     path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print(evaluation.summary(report))

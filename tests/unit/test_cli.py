@@ -49,6 +49,20 @@ def test_unknown_signal_is_reported_with_its_path(
     assert "decisions[3].rules.all[1]: unknown signal 'vision.xray'" in capsys.readouterr().err
 
 
+def test_a_precision_the_runtime_lacks_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(DEMO.read_text())
+    document["text"] = {"embedding": {"runtime": "onnxruntime", "precision": "bf16"}}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 2
+    assert "text.embedding: precision bf16 needs runtime: torch" in (capsys.readouterr().err)
+    document["text"]["embedding"]["runtime"] = "torch"
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 0
+
+
 def test_validate_reports_unreadable_and_invalid_yaml(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

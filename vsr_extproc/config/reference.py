@@ -151,11 +151,21 @@ def config_reference() -> str:
         (f"signals.{name}[]", family.entry, family.summary + ".")
         for name, family in FAMILIES.items()
     ]
+    text = _field_model(RouterConfig, "text")
     sections += [
         ("server", _field_model(RouterConfig, "server"), None),
         ("routing", _field_model(RouterConfig, "routing"), None),
         ("limits", _field_model(RouterConfig, "limits"), None),
+        ("images", images, "How request images are read."),
         ("images.fetch", _field_model(images, "fetch"), None),
+        ("vision", _field_model(RouterConfig, "vision"), None),
+        ("ocr", _field_model(RouterConfig, "ocr"), None),
+        ("text", text, "The text models shared by the text signals."),
+        ("text.embedding", _field_model(text, "embedding"), None),
+        ("admin", _field_model(RouterConfig, "admin"), None),
+        ("debug", _field_model(RouterConfig, "debug"), None),
+        ("replay", _field_model(RouterConfig, "replay"), None),
+        ("reload", _field_model(RouterConfig, "reload"), None),
         ("envoy", envoy, None),
         ("envoy.clusters[]", _field_model(envoy, "clusters"), None),
         (

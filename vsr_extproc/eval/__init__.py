@@ -41,7 +41,9 @@ class TextModels:
     jailbreak_threshold: float
 
 
-def load_models(config_path: Path | None, precision: str | None = None) -> TextModels:
+def load_models(
+    config_path: Path | None, precision: str | None = None, runtime: str | None = None
+) -> TextModels:
     """Build the encoder, domain bank and jailbreak model exactly as a policy compile does."""
     from vsr_extproc.config.compile import parse_config, read_config
     from vsr_extproc.config.schema import family_entries
@@ -60,8 +62,17 @@ def load_models(config_path: Path | None, precision: str | None = None) -> TextM
                 "default": {"action": {"type": "route", "models": ["m"]}},
             }
         )
-    if precision is not None:
-        embedding = config.text.embedding.model_copy(update={"precision": precision})
+    if precision is not None or runtime is not None:
+        from vsr_extproc.config.schema import EmbeddingConfig
+
+        settings = config.text.embedding.model_dump()
+        if precision is not None:
+            settings["precision"] = precision
+            if precision == "bf16" and runtime is None:
+                settings["runtime"] = "torch"  # the one runtime that has it
+        if runtime is not None:
+            settings["runtime"] = runtime
+        embedding = EmbeddingConfig.model_validate(settings)
         config = config.model_copy(
             update={"text": config.text.model_copy(update={"embedding": embedding})}
         )
@@ -241,15 +252,20 @@ def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> di
 
 
 def run(
-    task: str, data: Path | None, config: Path | None, precision: str | None = None
+    task: str,
+    data: Path | None,
+    config: Path | None,
+    precision: str | None = None,
+    runtime: str | None = None,
 ) -> dict[str, Any]:
     rows = read_jsonl(data or DATA / f"{task}.jsonl")
     if task == "pii":
         return evaluate_pii(rows)
-    models = load_models(config, precision)
+    models = load_models(config, precision, runtime)
     report = evaluate_domain(models, rows) if task == "domain" else evaluate_jailbreak(models, rows)
     report["model"] = models.encoder.name
     report["precision"] = models.encoder.precision
+    report["runtime"] = models.encoder.runtime
     return report
 
 
@@ -259,7 +275,8 @@ def summary(report: dict[str, Any]) -> str:
     lines = [f"{task}: {report['examples']} examples, {report['seconds']} s"]
     if task == "domain":
         lines.append(
-            f"top-1 accuracy {report['accuracy']:.3f}  ({report['model']}, {report['precision']})"
+            f"top-1 accuracy {report['accuracy']:.3f}  "
+            f"({report['model']}, {report['runtime']} {report['precision']})"
         )
         for name, row in report["per_domain"].items():
             lines.append(
@@ -280,7 +297,7 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(
             f"recall at ≤5% false positives: {report['recall_at_5pct_fpr']:.3f} "
             f"(threshold {report['threshold_at_5pct_fpr']:.3f}; {report['model']}, "
-            f"{report['precision']})"
+            f"{report['runtime']} {report['precision']})"
         )
         lines.append(
             f"at the configured threshold {report['threshold']:.2f}: recall "

@@ -10,6 +10,13 @@ window is embedded: nothing is silently truncated, and callers learn how many ch
 read. ``Embedder`` puts an asyncio micro-batcher in front of the model and a content-hash
 cache behind it: chat clients resend the system prompt and the whole history every turn,
 so only new text costs a forward pass.
+
+Two runtimes run the same checkpoint. ``torch`` runs the transformers model as loaded, in
+fp32, bf16 or dynamically quantised int8. ``onnxruntime`` exports that model to ONNX when
+it loads (a couple of seconds, in a temporary directory), optionally quantises its weight
+matrices to int8 per output channel, and runs it with ONNX Runtime: on the two-core
+reference machine its int8 forward pass is about 40 % faster than torch's bf16 and stays
+closer to fp32 than torch's int8 (``make bench``, ``tests/models``).
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
+import logging
 import math
 import sys
+import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -35,6 +44,7 @@ from vsr_extproc.errors import ModelUnavailable
 from vsr_extproc.runtime.batcher import MicroBatcher
 
 Precision = Literal["fp32", "bf16", "int8"]
+Runtime = Literal["torch", "onnxruntime"]
 FloatArray = npt.NDArray[np.float32]
 Pooling = Literal["mean", "cls", "max"]
 
@@ -75,20 +85,22 @@ class TextEncoder:
     def __init__(
         self,
         name: str,
-        model: Any,
+        backend: Backend,
         tokenizer: Any,
         *,
         pooling: Pooling,
         max_tokens: int,
         precision: Precision,
+        runtime: Runtime = "torch",
     ) -> None:
         self.name = name
-        self.model = model
+        self.backend = backend
         self.tokenizer = tokenizer
         self.pooling: Pooling = pooling
         self.max_tokens = max_tokens
         self.precision: Precision = precision
-        self.dimension = int(model.config.hidden_size)
+        self.runtime: Runtime = runtime
+        self.dimension = backend.dimension
         self._cls = int(tokenizer.cls_token_id) if tokenizer.cls_token_id is not None else None
         self._sep = int(tokenizer.sep_token_id) if tokenizer.sep_token_id is not None else None
         self._pad = int(tokenizer.pad_token_id or 0)
@@ -135,7 +147,7 @@ class TextEncoder:
         for index, row in enumerate(rows):
             input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
             mask[index, : len(row)] = 1
-        hidden = self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state.float()
+        hidden = self.backend(input_ids, mask)
         pooled = self._pool(hidden, mask)
         normalized = torch.nn.functional.normalize(pooled, p=2.0, dim=-1)
         result: FloatArray = normalized.numpy()
@@ -172,13 +184,139 @@ class TextEncoder:
         return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
 
 
+class Backend:
+    """Runs the transformer: token ids and mask → float32 last hidden states."""
+
+    dimension: int
+
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class TorchBackend(Backend):
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.dimension = int(model.config.hidden_size)
+
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        output = self.model(input_ids=input_ids, attention_mask=mask)
+        hidden: torch.Tensor = output.last_hidden_state.float()
+        return hidden
+
+
+class OnnxBackend(Backend):
+    """The model exported to ONNX and run by ONNX Runtime on the CPU."""
+
+    def __init__(self, model: Any, precision: Precision, threads: int) -> None:
+        import onnxruntime
+
+        self.dimension = int(model.config.hidden_size)
+        with tempfile.TemporaryDirectory(prefix="vsr-extproc-onnx-") as workdir:
+            path = _export_onnx(model, Path(workdir) / "model.onnx")
+            if precision == "int8":
+                path = _quantize_onnx(path, Path(workdir) / "model-int8.onnx")
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            # idle worker threads sleep instead of spinning: the cores are shared with
+            # the other signals' work between forward passes
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self.session = onnxruntime.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
+
+    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        feeds = {"input_ids": input_ids.numpy(), "attention_mask": mask.numpy()}
+        (hidden,) = self.session.run(None, feeds)
+        return torch.from_numpy(hidden)
+
+
+class _LastHiddenState(torch.nn.Module):
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden: torch.Tensor = self.model(
+            input_ids=input_ids, attention_mask=attention_mask
+        ).last_hidden_state
+        return hidden
+
+
+def _export_onnx(model: Any, path: Path) -> Path:
+    """The TorchScript-based exporter: it needs no extra packages and handles every
+    transformers encoder here; batch and sequence stay dynamic."""
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer and deprecation notes, not problems
+        torch.onnx.export(
+            _LastHiddenState(model),
+            (sample, sample),
+            str(path),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
+            opset_version=17,
+            dynamo=False,
+        )
+    return path
+
+
+def _quantize_onnx(source: Path, path: Path) -> Path:
+    """int8 weights, one scale per output channel; activations quantised on the fly.
+
+    Products of two activations (attention scores, attention-weighted values) stay in
+    float: quantising them too bought no speed and cost accuracy (minimum chunk cosine to
+    fp32 0.909 instead of 0.986).
+    """
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(str(source)).graph
+    weights = {initializer.name for initializer in graph.initializer}
+    between_activations = [
+        node.name
+        for node in graph.node
+        if node.op_type == "MatMul" and not any(name in weights for name in node.input)
+    ]
+    quiet = _DropMessage("Please consider to run pre-processing")  # advice for images
+    logging.getLogger().addFilter(quiet)
+    try:
+        quantize_dynamic(
+            source,
+            path,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=between_activations,
+        )
+    finally:
+        logging.getLogger().removeFilter(quiet)
+    return path
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
 def load_text_encoder(
-    model: str | Path | None = None, *, precision: Precision = "fp32"
+    model: str | Path | None = None,
+    *,
+    precision: Precision = "fp32",
+    runtime: Runtime = "torch",
 ) -> TextEncoder:
     """Load a sentence-embedding checkpoint; ``None`` is the bundled all-MiniLM-L6-v2."""
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
+    if runtime == "onnxruntime" and precision == "bf16":
+        raise ValueError("bf16 runs on the torch runtime; onnxruntime takes fp32 or int8")
     # no "Loading weights" bar on stderr; downloads keep huggingface_hub's progress bar
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     location = str(model) if model is not None else str(default_model_path())
@@ -198,13 +336,25 @@ def load_text_encoder(
     max_tokens = _max_tokens(Path(location), encoder, tokenizer)
     # texts are tokenized whole and then chunked, on purpose: no "too long" warning
     tokenizer.model_max_length = sys.maxsize
+    backend: Backend
+    if runtime == "onnxruntime":
+        try:
+            backend = OnnxBackend(encoder, precision, torch.get_num_threads())
+        except Exception as exc:  # the exporter and quantiser raise many kinds
+            raise ModelUnavailable(
+                f"text embedding model {name!r} could not be exported to ONNX "
+                f"({type(exc).__name__}: {exc}); use runtime: torch"
+            ) from exc
+    else:
+        backend = TorchBackend(_apply_precision(encoder, precision))
     return TextEncoder(
         name,
-        _apply_precision(encoder, precision),
+        backend,
         tokenizer,
         pooling=_pooling(Path(location)),
         max_tokens=max_tokens,
         precision=precision,
+        runtime=runtime,
     )
 
 
@@ -245,11 +395,18 @@ def _apply_precision(model: Any, precision: Precision) -> Any:
 
 
 class Embedder:
-    """Async, shared access to a ``TextEncoder``: batching across requests plus a cache.
+    """Async, shared access to a ``TextEncoder``: a queue across requests plus a cache.
 
     ``chunks(text)`` returns the embedded windows of ``text``. Results are cached by a hash
     of the text (an LRU of ``cache_size`` texts); concurrent calls for the same text share
     one computation. Tokenization and forward passes run on a worker thread.
+
+    A text's chunks go through the model together, in passes of at most ``max_batch``
+    chunks, and never with another text's: int8 activations are quantised with one scale
+    per pass, so batch-mates would move a text's embedding (measured: cosine down to 0.990
+    with onnxruntime, 0.959 with torch). This way a text's embedding depends on the text
+    alone, and so does every decision made from it. Concurrent texts still share a trip
+    to the worker thread.
     """
 
     def __init__(
@@ -265,8 +422,9 @@ class Embedder:
         self.encoder = encoder
         self.window = min(window_tokens or encoder.window, encoder.window)
         self.overlap = overlap_tokens
+        self.max_batch = max_batch
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="embed")
-        self._batcher: MicroBatcher[tuple[int, ...], FloatArray] = MicroBatcher(
+        self._batcher: MicroBatcher[tuple[tuple[int, ...], ...], FloatArray] = MicroBatcher(
             self._run, max_batch=max_batch, max_wait_ms=max_wait_ms, executor=self._executor
         )
         self._cache: OrderedDict[bytes, ChunkEmbeddings] = OrderedDict()
@@ -274,11 +432,18 @@ class Embedder:
         self._inflight: dict[bytes, asyncio.Future[ChunkEmbeddings]] = {}
         self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
 
-    def _run(self, batch: list[tuple[int, ...]]) -> list[FloatArray]:
-        return list(self.encoder.forward(batch))
+    def _run(self, texts: list[tuple[tuple[int, ...], ...]]) -> list[FloatArray]:
+        return [self._forward_text(chunks) for chunks in texts]
+
+    def _forward_text(self, chunks: tuple[tuple[int, ...], ...]) -> FloatArray:
+        passes = [
+            self.encoder.forward(chunks[start : start + self.max_batch])
+            for start in range(0, len(chunks), self.max_batch)
+        ]
+        return np.concatenate(passes)
 
     async def chunks(self, text: str) -> ChunkEmbeddings:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = self._key(text)
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
@@ -306,14 +471,23 @@ class Embedder:
         """The chunks ``chunks(text)`` embeds (tokenization only; safe on any thread)."""
         return self.encoder.chunk(text, self.window, self.overlap)
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The character spans of ``plan(text)``, from the cache when it holds ``text``."""
+        cached = self._cache.get(self._key(text))
+        if cached is not None:
+            return list(cached.spans)
+        return [(chunk.start, chunk.end) for chunk in self.plan(text)]
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
     async def _compute(self, text: str) -> ChunkEmbeddings:
         loop = asyncio.get_running_loop()
         pieces = await loop.run_in_executor(self._executor, self.plan, text)
         self.forward_chunks += len(pieces)
-        vectors = await asyncio.gather(*(self._batcher.submit(p.token_ids) for p in pieces))
-        return ChunkEmbeddings(
-            tuple((piece.start, piece.end) for piece in pieces), np.stack(vectors)
-        )
+        vectors = await self._batcher.submit(tuple(piece.token_ids for piece in pieces))
+        return ChunkEmbeddings(tuple((piece.start, piece.end) for piece in pieces), vectors)
 
     async def close(self) -> None:
         await self._batcher.close()

@@ -269,8 +269,7 @@ def _load_models(settings: OcrSettings) -> tuple[Any, Any]:
 
 
 def _session(model_path: str | Path, threads: int) -> Any:
-    # onnxruntime ships no type information (and is not in mypy's ignore list)
-    import onnxruntime  # type: ignore[import-untyped]
+    import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3

@@ -30,8 +30,11 @@ import asyncio
 import base64
 import binascii
 import codecs
+import hashlib
 import re
-from dataclasses import dataclass
+import threading
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -140,27 +143,55 @@ _CUES: tuple[tuple[str, str, int], ...] = (
     ),
 )
 CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
-# one alternation scans a text once for every cue; each branch is a named group
-_ANY_CUE = re.compile(
-    "|".join(
-        f"(?P<cue{index}>{'(?i:' if flags else '(?:'}{pattern}))"
-        for index, (_, pattern, flags) in enumerate(_CUES)
+
+
+def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
+    """One pattern that scans a text once for several cues; each branch a named group."""
+    return re.compile(
+        "|".join(
+            f"(?P<cue{index}>{pattern})"
+            for index, (_, pattern, cue_flags) in enumerate(_CUES)
+            if bool(cue_flags) == flagged
+        ),
+        flags,
     )
-)
+
+
+# The case-insensitive cues are written in lower case and run over ``text.lower()``, which
+# Python's regex engine scans about twice as fast as an IGNORECASE pattern; the rare text
+# whose lower-casing changes its length (so spans would shift) takes the IGNORECASE copy.
+_FOLDED = _alternation(True)
+_FOLDED_IGNORECASE = _alternation(True, re.IGNORECASE)
+_CASED = _alternation(False)
 _GROUP_OF = {f"cue{index}": group for index, (group, _, _) in enumerate(_CUES)}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
 _LEET = str.maketrans("013457@$!|", "oleastasil")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+_MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
+
+CueMatch = tuple[int, int, str]  # start, end, cue group
+
+
+def _cue_matches(text: str) -> list[CueMatch]:
+    lowered = text.lower()
+    folded = _FOLDED.finditer(lowered) if len(lowered) == len(text) else None
+    matches = [
+        *(folded or _FOLDED_IGNORECASE.finditer(text)),
+        *_CASED.finditer(text),
+    ]
+    return [(m.start(), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
 
 
 def _cues(text: str) -> set[str]:
-    return {_GROUP_OF[match.lastgroup or ""] for match in _ANY_CUE.finditer(text)}
+    return {group for _, _, group in _cue_matches(text)}
 
 
 def _decodings(text: str) -> list[str]:
     """Plain-text readings of payloads hidden in ``text``."""
-    readings = [codecs.decode(text, "rot13"), text[::-1], text.translate(_LEET)]
+    readings = [codecs.decode(text, "rot13"), text[::-1]]
+    if (leet := text.translate(_LEET)) != text:
+        readings.append(leet)
     for match in _BASE64.finditer(text):
         token = match.group()
         try:
@@ -177,29 +208,70 @@ def _decodings(text: str) -> list[str]:
     return readings
 
 
-def cue_vector(text: str, *, encoded: float | None = None) -> np.ndarray:
-    """One 0/1 feature per cue group, plus one for cues found only inside an encoding.
+def _hidden_cues(text: str, found: set[str]) -> bool:
+    """Whether a cue appears only once ``text`` is decoded (base64, hex, ROT13, …)."""
+    hidden: set[str] = set()
+    for reading in _decodings(text):
+        hidden |= _cues(reading)
+    hidden -= found
+    hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+    return bool(hidden)
 
-    ``encoded`` gives that last feature instead of decoding ``text`` again (a sentence
-    takes its chunk's, so each chunk is decoded once).
-    """
+
+def _cue_row(found: set[str], encoded: bool) -> list[float]:
+    return [*(1.0 if group in found else 0.0 for group in CUE_GROUPS), float(encoded)]
+
+
+def cue_vector(text: str) -> np.ndarray:
+    """One 0/1 feature per cue group, plus one for cues found only inside an encoding."""
     found = _cues(text)
-    if encoded is None:
-        hidden: set[str] = set()
-        for reading in _decodings(text):
-            hidden |= _cues(reading)
-        hidden -= found
-        hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
-        encoded = 1.0 if hidden else 0.0
-    row = [1.0 if group in found else 0.0 for group in CUE_GROUPS]
-    row.append(encoded)
-    return np.asarray(row, dtype=np.float32)
+    return np.asarray(_cue_row(found, _hidden_cues(text, found)), dtype=np.float32)
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """The character spans of ``text``'s sentences and lines, short ones included."""
+    spans, start = [], 0
+    for match in _SENTENCE_BREAK.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return spans
 
 
 @cache
 def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     document = yaml.safe_load(BANK.read_text())
     return tuple(document["attacks"]), tuple(document["benign"])
+
+
+class _Memo:
+    """A thread-safe LRU of each chunk's wording logits, keyed by a hash of its text.
+
+    A chat client resends the whole history every turn; like the embeddings, only the
+    chunks of new text cost any work.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: bytes, value: np.ndarray) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -210,39 +282,43 @@ class JailbreakModel:
     regularisation and features were chosen by cross-validation on the banks.
     """
 
-    characters: Any
-    words: Any
+    characters: Any  # CountVectorizer: character n-grams within words
+    weighting: Any  # TfidfTransformer over those counts
+    words: Any  # TfidfVectorizer: word unigrams and bigrams
     classifier: Any
+    memo: _Memo = field(default_factory=lambda: _Memo(4096), compare=False, repr=False)
 
     @classmethod
     def fit(
         cls, encoder: TextEncoder, attacks: tuple[str, ...], benign: tuple[str, ...]
     ) -> JailbreakModel:
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.feature_extraction.text import (
+            CountVectorizer,
+            TfidfTransformer,
+            TfidfVectorizer,
+        )
         from sklearn.linear_model import LogisticRegression
 
         texts = [*attacks, *benign]
         labels = np.concatenate([np.ones(len(attacks)), np.zeros(len(benign))])
-        characters = TfidfVectorizer(
-            analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True
-        ).fit(texts)
+        characters = CountVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2)
+        weighting = TfidfTransformer(sublinear_tf=True).fit(characters.fit_transform(texts))
         words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
-        model = cls(characters, words, LogisticRegression(C=64.0, max_iter=4000))
+        model = cls(characters, weighting, words, LogisticRegression(C=64.0, max_iter=4000))
         model.classifier.fit(model._features(texts, encoder.embed(texts)), labels)
         return model
 
     def _features(self, texts: list[str], vectors: FloatArray) -> Any:
         from scipy.sparse import csr_matrix, hstack
 
-        return hstack([self._wording(texts), csr_matrix(vectors)]).tocsr()
-
-    def _wording(self, texts: list[str], cues: np.ndarray | None = None) -> Any:
-        from scipy.sparse import csr_matrix, hstack
-
-        if cues is None:
-            cues = np.stack([cue_vector(text) for text in texts])
+        cues = np.stack([cue_vector(text) for text in texts])
         return hstack(
-            [self.characters.transform(texts), self.words.transform(texts), csr_matrix(cues)]
+            [
+                self.weighting.transform(self.characters.transform(texts)),
+                self.words.transform(texts),
+                csr_matrix(cues),
+                csr_matrix(vectors),
+            ]
         ).tocsr()
 
     def wording_scores(self, chunks: list[str]) -> WordingScores:
@@ -252,24 +328,87 @@ class JailbreakModel:
         and sentence by sentence, so an attack that shares its chunk with harmless chatter
         is not diluted; a sentence is later scored with its chunk's embedding.
         """
-        rows: list[str] = []
-        owners: list[int] = []
-        cues: list[np.ndarray] = []
-        for index, chunk in enumerate(chunks):
-            rows.append(chunk)
-            owners.append(index)
-            chunk_cues = cue_vector(chunk)
-            cues.append(chunk_cues)
-            sentences = [s for s in _SENTENCE.split(chunk) if len(s) > 12]
-            if len(sentences) > 1:
-                for sentence in sentences:
-                    rows.append(sentence)
-                    owners.append(index)
-                    cues.append(cue_vector(sentence, encoded=float(chunk_cues[-1])))
+        keys = [self.memo.key(chunk) for chunk in chunks]
+        rows: list[np.ndarray | None] = [self.memo.get(key) for key in keys]
+        missing = [index for index, row in enumerate(rows) if row is None]
+        if missing:
+            computed = self._wording_logits([chunks[index] for index in missing])
+            for index, logits in zip(missing, computed, strict=True):
+                rows[index] = logits
+                self.memo.put(keys[index], logits)
+        partial = [row for row in rows if row is not None]
+        owners = np.concatenate([np.full(len(row), index) for index, row in enumerate(partial)])
+        return WordingScores(owners, np.concatenate(partial), len(chunks))
+
+    def _wording_logits(self, chunks: list[str]) -> list[np.ndarray]:
+        """Each chunk's logits without the embedding's part: its own, then its sentences'.
+
+        A chunk's character n-grams are the sum of its sentences' (they are counted within
+        words), so every sentence is analysed once and the chunk's row is added up from
+        them; its cues are scanned once, and a sentence has the cues that lie inside it.
+        """
+        from scipy.sparse import csr_matrix, hstack
+
+        sentences: list[str] = []  # every sentence of every chunk, in order
+        texts: list[str] = []  # the scored rows: each chunk, then its longer sentences
+        cues: list[list[float]] = []
+        sums: tuple[list[int], list[int]] = ([], [])  # (row, sentence): row sums sentence
+        sizes: list[int] = []
+        for chunk in chunks:
+            spans = _sentences(chunk)
+            first = len(sentences)
+            sentences.extend(chunk[start:end] for start, end in spans)
+            matches = _cue_matches(chunk)
+            found = {group for _, _, group in matches}
+            encoded = _hidden_cues(chunk, found)
+            row = len(texts)
+            texts.append(chunk)
+            cues.append(_cue_row(found, encoded))
+            sums[0].extend([row] * len(spans))
+            sums[1].extend(range(first, first + len(spans)))
+            scored = [k for k, (start, end) in enumerate(spans) if end - start >= _MIN_SENTENCE]
+            if len(scored) > 1:
+                for k in scored:
+                    start, end = spans[k]
+                    texts.append(chunk[start:end])
+                    inside = {g for s, e, g in matches if s >= start and e <= end}
+                    cues.append(_cue_row(inside, encoded))
+                    sums[0].append(len(texts) - 1)
+                    sums[1].append(first + k)
+            sizes.append(len(texts) - row)
+        adder = csr_matrix((np.ones(len(sums[0])), sums), shape=(len(texts), len(sentences)))
+        counts = adder @ self._character_counts(sentences)
+        wording = hstack(
+            [
+                self.weighting.transform(counts),
+                self.words.transform(texts),
+                csr_matrix(np.asarray(cues, dtype=np.float64)),
+            ]
+        ).tocsr()
         weights = self.classifier.coef_[0]
-        wording = self._wording(rows, np.stack(cues))
-        partial = wording @ weights[: wording.shape[1]] + self.classifier.intercept_[0]
-        return WordingScores(np.asarray(owners), np.asarray(partial), len(chunks))
+        logits = wording @ weights[: wording.shape[1]] + self.classifier.intercept_[0]
+        return np.split(np.asarray(logits), np.cumsum(sizes)[:-1])
+
+    def _character_counts(self, texts: list[str]) -> Any:
+        """``characters.transform(texts)``, analysing each distinct word once.
+
+        Character n-grams never cross a word boundary, so a text's counts are its words'
+        counts added up; prose repeats most of its words.
+        """
+        from scipy.sparse import csr_matrix
+
+        lower = self.characters.build_preprocessor()
+        words: dict[str, int] = {}
+        rows: list[int] = []
+        columns: list[int] = []
+        tallies: list[int] = []
+        for row, text in enumerate(texts):
+            for word, tally in Counter(lower(text).split()).items():
+                rows.append(row)
+                columns.append(words.setdefault(word, len(words)))
+                tallies.append(tally)
+        occurrences = csr_matrix((tallies, (rows, columns)), shape=(len(texts), len(words)))
+        return occurrences @ self.characters.transform(list(words))
 
     def chunk_scores(
         self, vectors: FloatArray, chunks: list[str], wording: WordingScores | None = None
@@ -282,13 +421,6 @@ class JailbreakModel:
         scores = np.zeros(wording.chunks)
         np.maximum.at(scores, wording.owners, probabilities)
         return scores
-
-    def probabilities(self, vectors: FloatArray, texts: list[str]) -> np.ndarray:
-        """P(attack) of each whole text (no sentence split), given its embedding."""
-        probabilities: np.ndarray = self.classifier.predict_proba(self._features(texts, vectors))[
-            :, 1
-        ]
-        return probabilities
 
 
 @dataclass(frozen=True)
@@ -356,9 +488,7 @@ class JailbreakSignal(AsyncSignal):
         return Outcome(score >= self.threshold, score, value)
 
     def _wording(self, texts: list[str]) -> tuple[list[str], WordingScores]:
-        pieces = [
-            text[chunk.start : chunk.end] for text in texts for chunk in self.embedder.plan(text)
-        ]
+        pieces = [text[start:end] for text in texts for start, end in self.embedder.spans(text)]
         return pieces, self.model.wording_scores(pieces)
 
 

@@ -49,7 +49,9 @@ def shared_embedder(resources: Resources) -> Embedder:
 
     def make() -> Embedder:
         return Embedder(
-            load_text_encoder(settings.model, precision=settings.precision),
+            load_text_encoder(
+                settings.model, precision=settings.precision, runtime=settings.runtime
+            ),
             max_batch=settings.max_batch,
             max_wait_ms=settings.max_wait_ms,
             cache_size=settings.cache_size,
