@@ -1,15 +1,16 @@
 """What happens after every answer: one log line, the metrics, and a replay record.
 
 The ext_proc edge reports each request here once. Nothing in this module can delay or
-fail routing: logging is a line, metrics are counters, and the replay record is built on a
-thread of its own and handed to a recorder that drops rather than blocks.
+fail routing: logging is a line, metrics are counters, and the replay record is handed,
+unbuilt, to a recorder that builds it on its own thread and drops rather than blocks.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, time
 from typing import Any, Protocol
 
 import structlog
@@ -37,7 +38,7 @@ class Seen:
 
 
 class Recorder(Protocol):
-    def record(self, record: Any) -> bool: ...
+    def defer(self, replay_id: str, build: Callable[[], Any]) -> bool: ...
 
 
 class Observer:
@@ -47,8 +48,6 @@ class Observer:
         self.metrics = metrics
         self.recorder = recorder
         self.keep_content = keep_content
-        # records are built (hashing, PII redaction) on their own thread, after the answer
-        self._builder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="replay")
 
     def decided(
         self, seen: Seen, body: bytes, request: NormalizedRequest, decision: RoutingDecision
@@ -112,7 +111,12 @@ class Observer:
     ) -> None:
         if self.recorder is None:
             return
-        self._builder.submit(self._build, seen, body, request, decision, outcome, error)
+        # the record is built (hashing, PII redaction) later, on the recorder's thread
+        build = functools.partial(
+            self._build, seen, body, request, decision, outcome, error, time()
+        )
+        if not self.recorder.defer(seen.replay_id, build):
+            self.metrics.replay_dropped.inc()
 
     def _build(
         self,
@@ -122,12 +126,12 @@ class Observer:
         decision: RoutingDecision | None,
         outcome: str | None,
         error: str | None,
-    ) -> None:
+        at: float,
+    ) -> Any:
         from vsr_extproc.replay.record import make_record
 
-        assert self.recorder is not None
         try:
-            record = make_record(
+            return make_record(
                 seen.replay_id,
                 seen.request_id,
                 body,
@@ -137,15 +141,10 @@ class Observer:
                 keep_content=self.keep_content,
                 policy_fingerprint=seen.policy,
                 error=error,
+                at=at,
             )
         except Exception:
             # a record that cannot be built is lost; the request it describes is not
             log.exception("replay_record_failed", replay_id=seen.replay_id)
             self.metrics.replay_dropped.inc()
-            return
-        if not self.recorder.record(record):
-            self.metrics.replay_dropped.inc()
-
-    def close(self) -> None:
-        """Finish building the records already handed over."""
-        self._builder.shutdown(wait=True)
+            return None

@@ -204,11 +204,8 @@ class Service:
             await self.admin.cleanup()
         if self.fetcher is not None:
             await self.fetcher.close()
-        loop = asyncio.get_running_loop()
-        if self.observer is not None:
-            await loop.run_in_executor(None, self.observer.close)
         if self.recorder is not None:
-            await loop.run_in_executor(None, self.recorder.close)
+            await asyncio.get_running_loop().run_in_executor(None, self.recorder.close)
 
 
 def runtime_states(resources: Resources) -> list[tuple[str, str, bool]]:

@@ -4,13 +4,14 @@ the way of routing (a slow, full or failing store drops records, never requests)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import io
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,17 @@ def test_a_record_reads_back_as_it_was_written(store: SqliteReplayStore) -> None
     assert store.get("nope") is None
 
 
+def test_a_batch_is_stored_whole_or_not_at_all(store: SqliteReplayStore) -> None:
+    store.put_many([plain("one", 1.0), plain("two", 2.0)])
+    assert [r.id for r in store.scan()] == ["one", "two"]
+    unstorable = dataclasses.replace(plain("four", 4.0), trace={1: "a key JSON cannot hold"})
+    with pytest.raises(TypeError):
+        store.put_many([plain("three", 3.0), unstorable])
+    assert [r.id for r in store.scan()] == ["one", "two"]
+    store.put_many([plain("three", 3.0)])  # the connection is usable again
+    assert store.count() == 3
+
+
 def test_scan_starts_at_a_time_and_can_keep_only_records_with_content(
     store: SqliteReplayStore,
 ) -> None:
@@ -209,12 +221,15 @@ class MemoryStore:
         self.closed = False
 
     def put(self, record: ReplayRecord) -> None:
+        self.put_many([record])
+
+    def put_many(self, records: Sequence[ReplayRecord]) -> None:
         self.entered.set()
         self.release.wait(10)
         if self.fail_first:
             self.fail_first -= 1
             raise sqlite3.OperationalError("disk I/O error")
-        self.records[record.id] = record
+        self.records.update((record.id, record) for record in records)
 
     def get(self, replay_id: str) -> ReplayRecord | None:
         return self.records.get(replay_id)
@@ -253,16 +268,37 @@ def test_record_returns_at_once_and_drops_when_the_queue_is_full() -> None:
     assert store.closed
 
 
+def test_a_deferred_record_is_built_once_and_served_before_it_is_written() -> None:
+    store = MemoryStore()
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10, flush_every_s=60)
+    builds: list[str] = []
+
+    def build() -> ReplayRecord:
+        builds.append("a")
+        return plain("a", 1.0)
+
+    try:
+        assert recorder.defer("a", build)
+        assert builds == []  # nothing is built on the request path
+        assert recorder.get("a") == plain("a", 1.0)  # queued, built on demand
+        assert "a" not in store.records
+    finally:
+        recorder.close()  # writes what is queued
+    assert store.records == {"a": plain("a", 1.0)}
+    assert builds == ["a"]
+
+
 def test_a_failing_store_is_counted_and_never_raised() -> None:
-    store = MemoryStore(fail_first=2)
+    """A refused batch is retried record by record, so only the refused record is lost."""
+    store = MemoryStore(fail_first=2)  # the batch holding "a", then "a" alone, fail
     recorder = ReplayRecorder(store, max_age_s=60, max_records=10)
     try:
         assert all(recorder.record(plain(name, 1.0)) for name in ("a", "b", "c"))
     finally:
         recorder.close()
-    assert recorder.failed == 2
-    assert recorder.written == 1
-    assert list(store.records) == ["c"]
+    assert recorder.failed == 1
+    assert recorder.written == 2
+    assert sorted(store.records) == ["b", "c"]
 
 
 def test_close_writes_everything_queued(tmp_path: Path) -> None:

@@ -102,12 +102,14 @@ def make_record(
     keep_content: bool,
     policy_fingerprint: str,
     error: str | None = None,
+    at: float | None = None,
 ) -> ReplayRecord:
     """The record of one request.
 
-    ``outcome`` overrides the decision's own (``passthrough``); without a decision it
-    defaults to ``error``. A request that could not be parsed has neither ``request`` nor
-    ``decision``: its decision is the error code given, else ``invalid_request``.
+    ``at`` is when it was decided (default: now). ``outcome`` overrides the decision's
+    own (``passthrough``); without a decision it defaults to ``error``. A request that
+    could not be parsed has neither ``request`` nor ``decision``: its decision is the
+    error code given, else ``invalid_request``.
 
     With ``keep_content`` this scans every text for PII and hashes every image: CPU work
     that grows with the request, so a caller on an event loop should run it off the loop.
@@ -130,7 +132,7 @@ def make_record(
         content = kept_content(request, results)
     return ReplayRecord(
         id=replay_id,
-        time=time.time(),
+        time=time.time() if at is None else at,
         request_id=request_id,
         request_hash=hashlib.sha256(body).hexdigest(),
         policy=policy_fingerprint,
