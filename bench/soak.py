@@ -247,6 +247,7 @@ async def soak(levels: list[int], seconds: float, workdir: Path, pool: int = 80)
     for phase in phases:
         kinds: dict[str, list[float]] = defaultdict(list)
         mismatched = []
+        differing_kinds: Counter[str] = Counter()
         for answer in phase.answers:
             kinds[answer.kind].append(answer.seconds)
             expected = baseline[(answer.kind, answer.body)]
@@ -255,6 +256,7 @@ async def soak(levels: list[int], seconds: float, workdir: Path, pool: int = 80)
                 and answer.decision != expected
             ):
                 mismatched.append(f"{answer.kind}#{answer.body}: {expected} → {answer.decision}")
+                differing_kinds[answer.kind] += 1
         report["levels"].append({
             "concurrency": phase.concurrency,
             "seconds": phase.seconds,
@@ -264,6 +266,7 @@ async def soak(levels: list[int], seconds: float, workdir: Path, pool: int = 80)
             "latency_ms": {kind: percentiles(values) for kind, values in sorted(kinds.items())},
             "decisions_differing_from_alone": mismatched[:10],
             "differing": len(mismatched),
+            "differing_by_kind": dict(sorted(differing_kinds.items())),
         })  # fmt: skip
     report["rss_mb"] = {"after_warm_up": round(warm_rss, 1), "end": round(end_rss, 1),
                         "samples": samples}  # fmt: skip
@@ -320,6 +323,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"concurrency {level['concurrency']:>3}: {level['sent']} requests in "
                      f"{level['seconds']:g} s ({level['rate']} req/s) — {classes}; "
                      f"decisions differing from alone: {level['differing']}")  # fmt: skip
+        if level["differing_by_kind"]:
+            kinds = ", ".join(f"{k} {v}" for k, v in level["differing_by_kind"].items())
+            lines.append(f"    differing by kind: {kinds}")
         for kind, p in level["latency_ms"].items():
             lines.append(f"    {kind:<14} p50 {p['p50']:>8.1f}  p95 {p['p95']:>8.1f}  "
                          f"p99 {p['p99']:>8.1f} ms")  # fmt: skip

@@ -266,9 +266,10 @@ def _export_onnx(model: Any, path: Path) -> Path:
 def _quantize_onnx(source: Path, path: Path) -> Path:
     """int8 weights, one scale per output channel; activations quantised on the fly.
 
-    Products of two activations (attention scores, attention-weighted values) stay in
-    float: quantising them too bought no speed and cost accuracy (minimum chunk cosine to
-    fp32 0.909 instead of 0.986).
+    Measured on 500-token prompts against fp32 (minimum chunk cosine): one scale per
+    output channel gives 0.986, one per matrix 0.909. Products of two activations
+    (attention scores, attention-weighted values) stay in float: quantising them as well
+    was slower (29 ms instead of 20 ms) and less accurate (0.895).
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
