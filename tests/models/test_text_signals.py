@@ -17,7 +17,7 @@ from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
 from vsr_extproc.runtime.embedding import Embedder, load_text_encoder
 from vsr_extproc.signals.base import Resources
-from vsr_extproc.signals.jailbreak import JailbreakModel, default_bank
+from vsr_extproc.signals.jailbreak import ChunkWording, JailbreakModel, default_bank
 
 pytestmark = pytest.mark.models
 
@@ -104,7 +104,10 @@ def test_a_jailbreak_is_detected_and_padding_does_not_hide_it(router: Router) ->
     assert "jailbreak.attack" in matched(router, chat(user(attack)))
     padded = decide(router, chat(user(attack + padding)))
     assert "jailbreak.attack" in padded.matched_signals
-    assert padded.results["jailbreak.attack"].value["chunks"] >= 2
+    value = padded.results["jailbreak.attack"].value
+    assert value["chunks"] >= 2
+    assert value["riskiest_chunk"] == 0  # the attack, not the padding after it
+    assert value["cues"] == ["override", "extraction"]
 
 
 def test_a_benign_look_alike_is_not_an_attack(router: Router) -> None:
@@ -319,6 +322,7 @@ def test_the_chunk_wording_path_scores_as_the_reference_features_do(
     vector /= np.linalg.norm(vector)
     wording = model.wording_scores([chunk])
     assert wording.owners.tolist() == [0] * len(rows)
+    assert wording.cues == (("override", "persona", "extraction"),)
     dense = model.classifier.coef_[0][-384:]
     fast = wording.partial + vector[wording.owners] @ dense
     reference = model.classifier.decision_function(
@@ -337,7 +341,7 @@ def test_wording_is_computed_once_per_chunk(
     computed: list[str] = []
     original = JailbreakModel._wording_logits
 
-    def spy(self: JailbreakModel, chunks: list[str]) -> list[np.ndarray]:
+    def spy(self: JailbreakModel, chunks: list[str]) -> list[ChunkWording]:
         computed.extend(chunks)
         return original(self, chunks)
 

@@ -46,6 +46,7 @@ from vsr_extproc.runtime.batcher import MicroBatcher
 Precision = Literal["fp32", "bf16", "int8"]
 Runtime = Literal["torch", "onnxruntime"]
 FloatArray = npt.NDArray[np.float32]
+IdArray = npt.NDArray[np.int64]
 Pooling = Literal["mean", "cls", "max"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2 (bundled)"
@@ -137,20 +138,22 @@ class TextEncoder:
             )
         return chunks
 
-    @torch.inference_mode()
     def forward(self, batch: Sequence[tuple[int, ...]]) -> FloatArray:
-        """Token windows → (N, D) L2-normalised sentence embeddings."""
+        """Token windows → (N, D) L2-normalised sentence embeddings.
+
+        Everything around the model is numpy: small torch ops wake torch's thread pool
+        each time, which cost about 2 ms per request here.
+        """
         rows = [self._with_specials(ids) for ids in batch]
         width = max(len(row) for row in rows)
-        input_ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        input_ids = np.full((len(rows), width), self._pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
         for index, row in enumerate(rows):
-            input_ids[index, : len(row)] = torch.tensor(row, dtype=torch.long)
+            input_ids[index, : len(row)] = row
             mask[index, : len(row)] = 1
-        hidden = self.backend(input_ids, mask)
-        pooled = self._pool(hidden, mask)
-        normalized = torch.nn.functional.normalize(pooled, p=2.0, dim=-1)
-        result: FloatArray = normalized.numpy()
+        pooled = self._pool(self.backend(input_ids, mask), mask)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: FloatArray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return result
 
     def embed(self, texts: Sequence[str]) -> FloatArray:
@@ -175,13 +178,15 @@ class TextEncoder:
             row.append(self._sep)
         return row
 
-    def _pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _pool(self, hidden: FloatArray, mask: IdArray) -> FloatArray:
         if self.pooling == "cls":
             return hidden[:, 0]
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        weights = mask[:, :, None].astype(hidden.dtype)
         if self.pooling == "max":
-            return hidden.masked_fill(weights == 0, -1e9).max(dim=1).values
-        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+            pooled: FloatArray = np.where(weights == 0, -1e9, hidden).max(axis=1)
+            return pooled
+        mean: FloatArray = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return mean
 
 
 class Backend:
@@ -189,7 +194,7 @@ class Backend:
 
     dimension: int
 
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def __call__(self, input_ids: IdArray, mask: IdArray) -> FloatArray:
         raise NotImplementedError
 
 
@@ -198,9 +203,12 @@ class TorchBackend(Backend):
         self.model = model
         self.dimension = int(model.config.hidden_size)
 
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        output = self.model(input_ids=input_ids, attention_mask=mask)
-        hidden: torch.Tensor = output.last_hidden_state.float()
+    @torch.inference_mode()
+    def __call__(self, input_ids: IdArray, mask: IdArray) -> FloatArray:
+        output = self.model(
+            input_ids=torch.from_numpy(input_ids), attention_mask=torch.from_numpy(mask)
+        )
+        hidden: FloatArray = output.last_hidden_state.float().numpy()
         return hidden
 
 
@@ -225,10 +233,10 @@ class OnnxBackend(Backend):
                 str(path), options, providers=["CPUExecutionProvider"]
             )
 
-    def __call__(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        feeds = {"input_ids": input_ids.numpy(), "attention_mask": mask.numpy()}
-        (hidden,) = self.session.run(None, feeds)
-        return torch.from_numpy(hidden)
+    def __call__(self, input_ids: IdArray, mask: IdArray) -> FloatArray:
+        (hidden,) = self.session.run(None, {"input_ids": input_ids, "attention_mask": mask})
+        result: FloatArray = hidden
+        return result
 
 
 class _LastHiddenState(torch.nn.Module):

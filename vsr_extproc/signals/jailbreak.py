@@ -253,21 +253,21 @@ class _Memo:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._items: OrderedDict[bytes, ChunkWording] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
     def key(text: str) -> bytes:
         return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
-    def get(self, key: bytes) -> np.ndarray | None:
+    def get(self, key: bytes) -> ChunkWording | None:
         with self._lock:
             value = self._items.get(key)
             if value is not None:
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: bytes, value: np.ndarray) -> None:
+    def put(self, key: bytes, value: ChunkWording) -> None:
         with self._lock:
             self._items[key] = value
             while len(self._items) > self._size:
@@ -329,18 +329,19 @@ class JailbreakModel:
         is not diluted; a sentence is later scored with its chunk's embedding.
         """
         keys = [self.memo.key(chunk) for chunk in chunks]
-        rows: list[np.ndarray | None] = [self.memo.get(key) for key in keys]
+        rows: list[ChunkWording | None] = [self.memo.get(key) for key in keys]
         missing = [index for index, row in enumerate(rows) if row is None]
         if missing:
             computed = self._wording_logits([chunks[index] for index in missing])
-            for index, logits in zip(missing, computed, strict=True):
-                rows[index] = logits
-                self.memo.put(keys[index], logits)
-        partial = [row for row in rows if row is not None]
-        owners = np.concatenate([np.full(len(row), index) for index, row in enumerate(partial)])
-        return WordingScores(owners, np.concatenate(partial), len(chunks))
+            for index, wording in zip(missing, computed, strict=True):
+                rows[index] = wording
+                self.memo.put(keys[index], wording)
+        done = [row for row in rows if row is not None]
+        owners = np.concatenate([np.full(len(row.logits), index) for index, row in enumerate(done)])
+        partial = np.concatenate([row.logits for row in done])
+        return WordingScores(owners, partial, len(chunks), tuple(row.cues for row in done))
 
-    def _wording_logits(self, chunks: list[str]) -> list[np.ndarray]:
+    def _wording_logits(self, chunks: list[str]) -> list[ChunkWording]:
         """Each chunk's logits without the embedding's part: its own, then its sentences'.
 
         A chunk's character n-grams are the sum of its sentences' (they are counted within
@@ -354,6 +355,7 @@ class JailbreakModel:
         cues: list[list[float]] = []
         sums: tuple[list[int], list[int]] = ([], [])  # (row, sentence): row sums sentence
         sizes: list[int] = []
+        chunk_cues: list[tuple[str, ...]] = []  # the cue groups found in each chunk
         for chunk in chunks:
             spans = _sentences(chunk)
             first = len(sentences)
@@ -364,6 +366,8 @@ class JailbreakModel:
             row = len(texts)
             texts.append(chunk)
             cues.append(_cue_row(found, encoded))
+            named = [group for group in CUE_GROUPS if group in found]
+            chunk_cues.append((*named, "encoded") if encoded else tuple(named))
             sums[0].extend([row] * len(spans))
             sums[1].extend(range(first, first + len(spans)))
             scored = [k for k, (start, end) in enumerate(spans) if end - start >= _MIN_SENTENCE]
@@ -387,7 +391,8 @@ class JailbreakModel:
         ).tocsr()
         weights = self.classifier.coef_[0]
         logits = wording @ weights[: wording.shape[1]] + self.classifier.intercept_[0]
-        return np.split(np.asarray(logits), np.cumsum(sizes)[:-1])
+        split = np.split(np.asarray(logits), np.cumsum(sizes)[:-1])
+        return [ChunkWording(part, cue) for part, cue in zip(split, chunk_cues, strict=True)]
 
     def _character_counts(self, texts: list[str]) -> Any:
         """``characters.transform(texts)``, analysing each distinct word once.
@@ -425,11 +430,21 @@ class JailbreakModel:
 
 @dataclass(frozen=True)
 class WordingScores:
-    """Each scored row's chunk and its logit without the embedding's part."""
+    """Each scored row's chunk and its logit without the embedding's part, and each
+    chunk's cue groups."""
 
     owners: np.ndarray
     partial: np.ndarray
     chunks: int
+    cues: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class ChunkWording:
+    """One chunk's wording logits (the chunk, then its sentences) and its cue groups."""
+
+    logits: np.ndarray
+    cues: tuple[str, ...]
 
 
 class JailbreakEntry(AsyncSignalEntry):
@@ -474,16 +489,11 @@ class JailbreakSignal(AsyncSignal):
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
         riskiest = int(np.argmax(probabilities))
         score = float(probabilities[riskiest])
-        cues = [
-            g
-            for g, on in zip((*CUE_GROUPS, "encoded"), cue_vector(pieces[riskiest]), strict=False)
-            if on
-        ]
         value = {
             "score": round(score, 4),
             "chunks": len(pieces),
             "riskiest_chunk": riskiest,
-            "cues": cues,
+            "cues": list(partial.cues[riskiest]),
         }
         return Outcome(score >= self.threshold, score, value)
 
