@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
+import zlib
 from typing import Any
 
 import orjson
@@ -45,3 +47,20 @@ def jpeg_bytes(width: int = 8, height: int = 8) -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", (width, height), (200, 30, 30)).save(buffer, format="JPEG")
     return buffer.getvalue()
+
+
+def encoded(image: Any, fmt: str, **params: Any) -> bytes:
+    """A PIL image saved as ``fmt`` (PNG, JPEG, …) with the given save options."""
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **params)
+    return buffer.getvalue()
+
+
+def png_declaring(width: int, height: int) -> bytes:
+    """A real 4×4 PNG whose IHDR (with a valid CRC) claims another size: a tiny bomb."""
+    from PIL import Image
+
+    data = bytearray(encoded(Image.new("RGB", (4, 4), "red"), "PNG"))
+    struct.pack_into(">II", data, 16, width, height)
+    struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
+    return bytes(data)

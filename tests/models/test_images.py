@@ -6,32 +6,17 @@ Pure PIL — no torch — so these run in the fast tier too.
 from __future__ import annotations
 
 import io
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import encoded, png_declaring
 from PIL import ExifTags, Image, ImageFile
 
 from vsr_extproc.errors import ImageError
 from vsr_extproc.runtime.images import DecodedImage, ImageLimits, decode_image, sniff_format
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "parity"
-
-
-def _encode(image: Image.Image, fmt: str, **params: object) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, fmt, **params)
-    return buffer.getvalue()
-
-
-def _png_declaring(width: int, height: int) -> bytes:
-    """A real 4×4 PNG whose IHDR (with a valid CRC) claims another size: a tiny bomb."""
-    data = bytearray(_encode(Image.new("RGB", (4, 4), "red"), "PNG"))
-    struct.pack_into(">II", data, 16, width, height)
-    struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
-    return bytes(data)
 
 
 @pytest.fixture
@@ -45,7 +30,7 @@ def no_pixel_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_plain_png_decodes_with_its_facts() -> None:
-    decoded = decode_image(_encode(Image.new("RGB", (30, 20), (1, 2, 3)), "PNG"))
+    decoded = decode_image(encoded(Image.new("RGB", (30, 20), (1, 2, 3)), "PNG"))
     assert isinstance(decoded, DecodedImage)
     assert (decoded.format, decoded.mode, decoded.width, decoded.height) == ("png", "RGB", 30, 20)
     assert (decoded.frames, decoded.has_alpha, decoded.exif_orientation) == (1, False, 1)
@@ -56,7 +41,7 @@ def test_a_plain_png_decodes_with_its_facts() -> None:
 @pytest.mark.usefixtures("no_pixel_decoding")
 def test_a_bomb_over_our_limit_is_refused_from_its_header() -> None:
     with pytest.raises(ImageError, match=r"10000x6000 = 60000000 pixels, over the limit"):
-        decode_image(_png_declaring(10_000, 6_000))
+        decode_image(png_declaring(10_000, 6_000))
 
 
 @pytest.mark.usefixtures("no_pixel_decoding")
@@ -65,11 +50,11 @@ def test_a_bomb_over_pils_own_guard_is_an_image_error(side: int) -> None:
     # 100 Mpx sits where PIL would only *warn*; 900 Mpx where it raises. Both are refused.
     limits = ImageLimits(max_pixels=50_000_000)
     with pytest.raises(ImageError, match=r"decompression bomb|over the limit"):
-        decode_image(_png_declaring(side, side), limits)
+        decode_image(png_declaring(side, side), limits)
 
 
 def test_a_configured_pixel_limit_applies() -> None:
-    data = _encode(Image.new("RGB", (20, 20)), "PNG")
+    data = encoded(Image.new("RGB", (20, 20)), "PNG")
     assert decode_image(data, ImageLimits(max_pixels=400)).width == 20
     with pytest.raises(ImageError, match="over the limit of 399 pixels"):
         decode_image(data, ImageLimits(max_pixels=399))
@@ -77,7 +62,7 @@ def test_a_configured_pixel_limit_applies() -> None:
 
 def test_the_byte_cap_applies_before_parsing() -> None:
     noise = np.random.default_rng(0).integers(0, 256, size=(32, 32, 3), dtype=np.uint8)
-    data = _encode(Image.fromarray(noise), "PNG")
+    data = encoded(Image.fromarray(noise), "PNG")
     assert decode_image(data, ImageLimits(max_bytes=len(data))).width == 32
     with pytest.raises(ImageError, match=rf"{len(data)} bytes, over the limit of 100 bytes"):
         decode_image(data, ImageLimits(max_bytes=100))
@@ -107,19 +92,19 @@ def test_truncated_data_is_an_image_error(name: str) -> None:
 
 def test_a_zero_size_image_is_an_image_error() -> None:
     with pytest.raises(ImageError, match=r"zero size|corrupt"):
-        decode_image(_png_declaring(0, 10))
+        decode_image(png_declaring(0, 10))
 
 
 @pytest.mark.parametrize(("fmt", "name"), [("BMP", "bmp"), ("TIFF", "tiff"), ("ICO", "ico")])
 def test_a_format_not_allowed_is_refused_by_name(fmt: str, name: str) -> None:
-    data = _encode(Image.new("RGB", (16, 16)), fmt)
+    data = encoded(Image.new("RGB", (16, 16)), fmt)
     with pytest.raises(ImageError, match=rf"format {name} is not allowed \(allowed: gif, jpeg"):
         decode_image(data)
 
 
 def test_allowed_formats_are_configurable() -> None:
-    jpeg = _encode(Image.new("RGB", (16, 16)), "JPEG")
-    bmp = _encode(Image.new("RGB", (16, 16)), "BMP")
+    jpeg = encoded(Image.new("RGB", (16, 16)), "JPEG")
+    bmp = encoded(Image.new("RGB", (16, 16)), "BMP")
     with pytest.raises(ImageError, match="format jpeg is not allowed"):
         decode_image(jpeg, ImageLimits(allowed_formats=frozenset({"png"})))
     assert decode_image(bmp, ImageLimits(allowed_formats=frozenset({"bmp"}))).format == "bmp"
@@ -178,7 +163,7 @@ def test_exif_orientation_and_gps_are_reported_not_applied() -> None:
     gps = exif.get_ifd(ExifTags.IFD.GPSInfo)
     gps[ExifTags.GPS.GPSLatitudeRef] = "N"
     gps[ExifTags.GPS.GPSLatitude] = (52.0, 22.0, 8.0)
-    with_gps = _encode(Image.new("RGB", (40, 30)), "JPEG", exif=exif.tobytes())
+    with_gps = encoded(Image.new("RGB", (40, 30)), "JPEG", exif=exif.tobytes())
     decoded = decode_image(with_gps)
     assert (decoded.exif_orientation, decoded.has_gps) == (6, True)
     assert (decoded.width, decoded.height) == (40, 30)  # stored orientation, untouched
@@ -190,7 +175,7 @@ def test_exif_orientation_and_gps_are_reported_not_applied() -> None:
 # PIL warns about the broken block it skips; that warning is the expected path here.
 @pytest.mark.filterwarnings("ignore:Corrupt EXIF data:UserWarning")
 def test_a_malformed_exif_block_is_ignored_not_fatal() -> None:
-    data = _encode(Image.new("RGB", (8, 8)), "JPEG", exif=b"Exif\x00\x00MM\x00*garbage")
+    data = encoded(Image.new("RGB", (8, 8)), "JPEG", exif=b"Exif\x00\x00MM\x00*garbage")
     decoded = decode_image(data)
     assert (decoded.exif_orientation, decoded.has_gps) == (1, False)
 
@@ -200,5 +185,5 @@ def test_a_malformed_exif_block_is_ignored_not_fatal() -> None:
     [("PNG", "png"), ("JPEG", "jpeg"), ("GIF", "gif"), ("WEBP", "webp"), ("BMP", "bmp")],
 )
 def test_sniff_format_names_common_formats(fmt: str, expected: str) -> None:
-    assert sniff_format(_encode(Image.new("RGB", (4, 4)), fmt)) == expected
+    assert sniff_format(encoded(Image.new("RGB", (4, 4)), fmt)) == expected
     assert sniff_format(b"hello") is None

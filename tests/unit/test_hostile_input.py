@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
+from builders import encoded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -175,21 +176,15 @@ def test_dangerous_images_are_refused_before_decoding(data: bytes, reason: str |
     assert time.perf_counter() - started < 1.0
 
 
-def _save(image: Image.Image, fmt: str, **options: Any) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format=fmt, **options)
-    return buffer.getvalue()
-
-
 def test_awkward_but_valid_images_decode() -> None:
-    cmyk = decode_image(_save(Image.new("CMYK", (8, 8), (0, 255, 0, 0)), "JPEG"))
+    cmyk = decode_image(encoded(Image.new("CMYK", (8, 8), (0, 255, 0, 0)), "JPEG"))
     assert cmyk.mode == "CMYK"
-    sixteen = decode_image(_save(Image.new("I;16", (8, 8), 40_000), "PNG"))
+    sixteen = decode_image(encoded(Image.new("I;16", (8, 8), 40_000), "PNG"))
     assert sixteen.width == 8
     exif = Image.Exif()
     exif[0x0112] = 65_535  # orientation far outside 1-8
     exif[0x010F] = "x" * 60_000  # an absurdly long camera make
-    odd = decode_image(_save(Image.new("RGB", (8, 8)), "JPEG", exif=exif.tobytes()))
+    odd = decode_image(encoded(Image.new("RGB", (8, 8)), "JPEG", exif=exif.tobytes()))
     assert odd.width == 8
 
 
@@ -199,7 +194,7 @@ def test_an_animation_with_thousands_of_frames_costs_its_first_frame() -> None:
         frame = Image.new("RGB", (4, 4))
         frame.putpixel((index % 4, index // 4 % 4), (index * 7 % 256, index * 13 % 256, 255))
         frames.append(frame)
-    data = _save(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=10,
+    data = encoded(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=10,
                  optimize=False)  # fmt: skip
     started = time.perf_counter()
     decoded = decode_image(data)
@@ -218,7 +213,7 @@ def test_any_bytes_decode_or_fail_with_an_image_error(data: bytes) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.binary(min_size=1, max_size=3000), st.integers(min_value=8, max_value=60))
 def test_corrupted_real_images_fail_cleanly(noise: bytes, cut: int) -> None:
-    png = _save(Image.new("RGB", (32, 32), (10, 200, 30)), "PNG")
+    png = encoded(Image.new("RGB", (32, 32), (10, 200, 30)), "PNG")
     damaged = png[:cut] + noise + png[cut + len(noise) :]
     with contextlib.suppress(ImageError):  # anything else is a bug
         decode_image(damaged)

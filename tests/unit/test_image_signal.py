@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import io
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import body, chat, data_url, image_part, text_part, user
+from builders import body, chat, data_url, encoded, image_part, png_declaring, text_part, user
 from PIL import Image, ImageDraw, ImageOps
 
 from vsr_extproc.config.compile import compile_policy, parse_config
@@ -40,22 +38,8 @@ def test_the_pinned_opencv_ships_the_face_cascade() -> None:
 
 def _file(name: str) -> bytes:
     if name == "short.png":
-        return _encode(Image.new("RGB", (800, 300), "white"), "PNG")
+        return encoded(Image.new("RGB", (800, 300), "white"), "PNG")
     return (IMAGES / name).read_bytes()
-
-
-def _encode(image: Image.Image, fmt: str, **params: Any) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, fmt, **params)
-    return buffer.getvalue()
-
-
-def _png_declaring(width: int, height: int) -> bytes:
-    """A 4×4 PNG whose IHDR (with a valid CRC) claims another size: a decompression bomb."""
-    data = bytearray(_encode(Image.new("RGB", (4, 4), "red"), "PNG"))
-    struct.pack_into(">II", data, 16, width, height)
-    struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
-    return bytes(data)
 
 
 def _animated_gif(frames: int = 3) -> bytes:
@@ -165,7 +149,7 @@ def test_any_inspected_image_is_enough() -> None:
 
 def test_grayscale_survives_jpeg_noise_and_a_marker_but_not_a_tint() -> None:
     xray = Image.open(IMAGES / "xray.png").convert("RGB")
-    recompressed = _encode(xray, "JPEG", quality=60)
+    recompressed = encoded(xray, "JPEG", quality=60)
     assert is_grayscale(Image.open(io.BytesIO(recompressed)))
     assert _result(ROUTER, "gray", recompressed).matched
     marked = xray.copy()
@@ -189,7 +173,7 @@ def test_a_request_without_images_does_not_match() -> None:
 
 
 def test_a_decompression_bomb_is_an_error_value_and_the_other_image_still_counts() -> None:
-    result = _result(ROUTER, "gray", _png_declaring(100_000, 100_000), _file("xray.png"))
+    result = _result(ROUTER, "gray", png_declaring(100_000, 100_000), _file("xray.png"))
     assert result.error is None
     assert result.matched
     bomb, xray = result.value["images"]
@@ -199,7 +183,7 @@ def test_a_decompression_bomb_is_an_error_value_and_the_other_image_still_counts
 
 
 def test_when_every_image_fails_the_signal_fails_with_the_reasons() -> None:
-    result = _result(ROUTER, "gray", _png_declaring(100_000, 100_000), b"not an image")
+    result = _result(ROUTER, "gray", png_declaring(100_000, 100_000), b"not an image")
     assert not result.matched
     assert result.error is not None
     assert "image 0:" in result.error
