@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 import yaml
-from builders import PNG_1X1, body, chat, data_url, image_part, text_part, user
+from builders import PNG_1X1, body, chat, data_url, encoded, image_part, text_part, user
 from PIL import Image
 
 from vsr_extproc.cli import main
@@ -72,9 +71,7 @@ def recorded(
 
 
 def grey_png() -> bytes:
-    buffer = io.BytesIO()
-    Image.new("L", (16, 16), 90).save(buffer, format="PNG")
-    return buffer.getvalue()
+    return encoded(Image.new("L", (16, 16), 90), "PNG")
 
 
 def stricter() -> dict[str, Any]:

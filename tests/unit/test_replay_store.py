@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import io
 import re
 import sqlite3
 import threading
@@ -17,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from builders import body, chat, data_url, image_part, text_part, user
+from builders import body, chat, data_url, encoded, image_part, text_part, user
 from PIL import Image
 
 from vsr_extproc.config.compile import compile_policy, load_policy, parse_config
@@ -68,9 +67,7 @@ IMAGE_CONFIG: dict[str, Any] = {
 
 
 def grey_png() -> bytes:
-    buffer = io.BytesIO()
-    Image.new("L", (16, 16), 128).save(buffer, format="PNG")
-    return buffer.getvalue()
+    return encoded(Image.new("L", (16, 16), 128), "PNG")
 
 
 def record_of(
