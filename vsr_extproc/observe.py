@@ -7,7 +7,6 @@ unbuilt, to a recorder that builds it on its own thread and drops rather than bl
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter, time
@@ -111,40 +110,30 @@ class Observer:
     ) -> None:
         if self.recorder is None:
             return
-        # the record is built (hashing, PII redaction) later, on the recorder's thread
-        build = functools.partial(
-            self._build, seen, body, request, decision, outcome, error, time()
-        )
+        at = time()
+
+        def build() -> Any:
+            """Runs later, on the recorder's thread (hashing, PII redaction)."""
+            from vsr_extproc.replay.record import make_record
+
+            try:
+                return make_record(
+                    seen.replay_id,
+                    seen.request_id,
+                    body,
+                    request,
+                    decision,
+                    outcome=outcome,
+                    keep_content=self.keep_content,
+                    policy_fingerprint=seen.policy,
+                    error=error,
+                    at=at,
+                )
+            except Exception:
+                # a record that cannot be built is lost; the request it describes is not
+                log.exception("replay_record_failed", replay_id=seen.replay_id)
+                self.metrics.replay_dropped.inc()
+                return None
+
         if not self.recorder.defer(seen.replay_id, build):
             self.metrics.replay_dropped.inc()
-
-    def _build(
-        self,
-        seen: Seen,
-        body: bytes,
-        request: NormalizedRequest | None,
-        decision: RoutingDecision | None,
-        outcome: str | None,
-        error: str | None,
-        at: float,
-    ) -> Any:
-        from vsr_extproc.replay.record import make_record
-
-        try:
-            return make_record(
-                seen.replay_id,
-                seen.request_id,
-                body,
-                request,
-                decision,
-                outcome=outcome,
-                keep_content=self.keep_content,
-                policy_fingerprint=seen.policy,
-                error=error,
-                at=at,
-            )
-        except Exception:
-            # a record that cannot be built is lost; the request it describes is not
-            log.exception("replay_record_failed", replay_id=seen.replay_id)
-            self.metrics.replay_dropped.inc()
-            return None
