@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import json
 import logging
 import math
 import sys
 import tempfile
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +40,7 @@ import torch
 
 from vsr_extproc.errors import ModelUnavailable
 from vsr_extproc.runtime.batcher import MicroBatcher
+from vsr_extproc.runtime.cache import LruCache, text_key
 
 Precision = Literal["fp32", "bf16", "int8"]
 Runtime = Literal["torch", "onnxruntime"]
@@ -437,8 +436,7 @@ class Embedder:
         self._batcher: MicroBatcher[tuple[tuple[int, ...], ...], FloatArray] = MicroBatcher(
             self._run, max_batch=max_batch, max_wait_ms=max_wait_ms, executor=self._executor
         )
-        self._cache: OrderedDict[bytes, ChunkEmbeddings] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LruCache[bytes, ChunkEmbeddings] = LruCache(cache_size)
         self._inflight: dict[bytes, asyncio.Future[ChunkEmbeddings]] = {}
         self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
 
@@ -453,10 +451,9 @@ class Embedder:
         return np.concatenate(passes)
 
     async def chunks(self, text: str) -> ChunkEmbeddings:
-        key = self._key(text)
+        key = text_key(text)
         cached = self._cache.get(key)
         if cached is not None:
-            self._cache.move_to_end(key)
             return cached
         pending = self._inflight.get(key)
         if pending is not None:
@@ -472,9 +469,7 @@ class Embedder:
         finally:
             self._inflight.pop(key, None)
         future.set_result(result)
-        self._cache[key] = result
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put(key, result)
         return result
 
     def plan(self, text: str) -> list[Chunk]:
@@ -483,14 +478,10 @@ class Embedder:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The character spans of ``plan(text)``, from the cache when it holds ``text``."""
-        cached = self._cache.get(self._key(text))
+        cached = self._cache.get(text_key(text))
         if cached is not None:
             return list(cached.spans)
         return [(chunk.start, chunk.end) for chunk in self.plan(text)]
-
-    @staticmethod
-    def _key(text: str) -> bytes:
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
     async def _compute(self, text: str) -> ChunkEmbeddings:
         loop = asyncio.get_running_loop()

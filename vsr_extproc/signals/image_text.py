@@ -33,7 +33,7 @@ nothing, the image counts as failed.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -42,6 +42,7 @@ from pydantic import Field, model_validator
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.detectors import FindingType, code_score, find_mrz, find_pii, find_secrets
 from vsr_extproc.errors import ImageError, SignalError
+from vsr_extproc.runtime.cache import LruCache
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.images import decode, image_limits, inspected
 
@@ -113,8 +114,7 @@ class ImageReader:
 
     def __init__(self, engine: OcrEngine, cache_size: int = 64) -> None:
         self.engine = engine
-        self._cache: OrderedDict[str, ImageText] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LruCache[str, ImageText] = LruCache(cache_size)
 
     async def read(
         self, evaluation: Evaluation, image: ImagePart, limits: ImageLimits, budget_s: float
@@ -128,7 +128,6 @@ class ImageReader:
             key = await run_cpu(image.digest)
             cached = self._cache.get(key)
             if cached is not None:
-                self._cache.move_to_end(key)
                 return ImageText(cached.text, cached.lines, cached.ocr_ms, True, cached=True)
             try:
                 result = await self.engine.read_async(
@@ -138,15 +137,10 @@ class ImageReader:
                 return ImageError(f"OCR failed: {type(exc).__name__}: {exc}")
             text = _image_text(result)
             if text.complete:
-                self._remember(key, text)
+                self._cache.put(key, text)
             return text
 
         return await evaluation.once(("ocr", image.index), compute)
-
-    def _remember(self, key: str, text: ImageText) -> None:
-        self._cache[key] = text
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
 
     def close(self) -> None:
         self._cache.clear()

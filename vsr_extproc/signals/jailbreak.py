@@ -30,10 +30,8 @@ import asyncio
 import base64
 import binascii
 import codecs
-import hashlib
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -44,6 +42,7 @@ import yaml
 from pydantic import Field
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, embed_texts, scoped_texts, shared_embedder
 
@@ -244,36 +243,6 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(document["attacks"]), tuple(document["benign"])
 
 
-class _Memo:
-    """A thread-safe LRU of each chunk's wording logits, keyed by a hash of its text.
-
-    A chat client resends the whole history every turn; like the embeddings, only the
-    chunks of new text cost any work.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[bytes, ChunkWording] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(text: str) -> bytes:
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-    def get(self, key: bytes) -> ChunkWording | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: bytes, value: ChunkWording) -> None:
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
 @dataclass(frozen=True)
 class JailbreakModel:
     """A logistic model over character and word n-grams, cue flags and the embedding.
@@ -286,7 +255,11 @@ class JailbreakModel:
     weighting: Any  # TfidfTransformer over those counts
     words: Any  # TfidfVectorizer: word unigrams and bigrams
     classifier: Any
-    memo: _Memo = field(default_factory=lambda: _Memo(4096), compare=False, repr=False)
+    #: each chunk's wording, by a digest of its text: a chat client resends the whole
+    #: history every turn, and only the chunks of new text cost any work
+    memo: LruCache[bytes, ChunkWording] = field(
+        default_factory=lambda: LruCache(4096), compare=False, repr=False
+    )
 
     @classmethod
     def fit(
@@ -328,7 +301,7 @@ class JailbreakModel:
         and sentence by sentence, so an attack that shares its chunk with harmless chatter
         is not diluted; a sentence is later scored with its chunk's embedding.
         """
-        keys = [self.memo.key(chunk) for chunk in chunks]
+        keys = [text_key(chunk) for chunk in chunks]
         rows: list[ChunkWording | None] = [self.memo.get(key) for key in keys]
         missing = [index for index, row in enumerate(rows) if row is None]
         if missing:

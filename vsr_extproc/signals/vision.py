@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -44,6 +43,7 @@ from pydantic import Field, model_validator
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.errors import ImageError, ModelUnavailable, SignalError
+from vsr_extproc.runtime.cache import LruCache
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
 from vsr_extproc.signals.images import decode, image_limits, inspected
 
@@ -96,8 +96,7 @@ class VisionRuntime:
         self.batcher: MicroBatcher[DecodedImage, FloatArray] = MicroBatcher(
             self._run, max_batch=settings.max_batch, max_wait_ms=settings.max_wait_ms
         )
-        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LruCache[str, FloatArray] = LruCache(cache_size)
 
     def _run(self, images: list[DecodedImage]) -> list[FloatArray]:
         pixels = np.stack([self.encoder.preprocess(image) for image in images])
@@ -106,12 +105,9 @@ class VisionRuntime:
     async def embed(self, key: str, image: DecodedImage) -> FloatArray:
         cached = self._cache.get(key)
         if cached is not None:
-            self._cache.move_to_end(key)
             return cached
         vector = await self.batcher.submit(image)
-        self._cache[key] = vector
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put(key, vector)
         return vector
 
     def close(self) -> None:
