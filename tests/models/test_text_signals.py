@@ -235,6 +235,52 @@ async def test_a_texts_embedding_does_not_depend_on_what_else_is_in_flight() -> 
     await crowded.close()
 
 
+async def test_a_text_is_tokenized_once_for_the_model_and_the_wording(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoder = load_text_encoder()
+    embedder = Embedder(encoder, window_tokens=64)
+    tokenized: list[str] = []
+    original = encoder.chunk
+
+    def spy(text: str, window: int | None = None, overlap: int = 16) -> Any:
+        tokenized.append(text)
+        return original(text, window, overlap)
+
+    monkeypatch.setattr(encoder, "chunk", spy)
+    text = "Summarise the attached contract and list every deadline in it. " * 20
+    loop = asyncio.get_running_loop()
+    # the jailbreak wording asks for the spans on its own thread while the text is embedded
+    embedded, spans = await asyncio.gather(
+        embedder.chunks(text), loop.run_in_executor(None, embedder.spans, text)
+    )
+    assert tokenized == [text]
+    assert spans == list(embedded.spans)
+    assert len(spans) > 1
+    await embedder.close()
+
+
+async def test_a_long_text_goes_through_the_model_in_passes_of_about_equal_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoder = load_text_encoder()
+    embedder = Embedder(encoder, max_batch=8, window_tokens=32, overlap_tokens=4)
+    passes: list[int] = []
+    original = encoder.forward
+
+    def spy(batch: Any) -> Any:
+        passes.append(len(batch))
+        return original(batch)
+
+    monkeypatch.setattr(encoder, "forward", spy)
+    text = "apple " * 520  # one token a word: (520 - 4) / (32 - 4) -> 19 chunks
+    assert len(embedder.plan(text)) == 19
+    embedded = await embedder.chunks(text)
+    assert passes == [7, 7, 5]  # not 8, 8, 3
+    assert embedded.count == 19
+    await embedder.close()
+
+
 def _padded_batch(encoder: Any) -> list[tuple[int, ...]]:
     """Chunks of very different lengths in one pass: padding must not leak into results."""
     texts = [
@@ -333,6 +379,9 @@ def test_the_chunk_wording_path_scores_as_the_reference_features_do(
     counted = model._character_counts(texts)
     direct = model.characters.transform(texts)
     assert (counted != direct).nnz == 0
+    # again, with every word's counts remembered from the first time
+    assert all(model.word_rows.get(word) is not None for word in ("tabs", "über", "café"))
+    assert (model._character_counts(texts) != direct).nnz == 0
 
 
 def test_wording_is_computed_once_per_chunk(

@@ -32,12 +32,14 @@ import binascii
 import codecs
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 import yaml
 from pydantic import Field
 
@@ -162,6 +164,28 @@ def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
 _FOLDED = _alternation(True)
 _FOLDED_IGNORECASE = _alternation(True, re.IGNORECASE)
 _CASED = _alternation(False)
+
+
+def _widened(pattern: str) -> Any:
+    """``pattern`` for RE2, matching everywhere Python's ``re`` does and possibly more.
+
+    Word boundaries are dropped, bounded repeats (``{0,50}``) become unbounded ones, and
+    ``\\w`` and ``\\s`` become Unicode classes at least as wide as Python's (RE2's own
+    are ASCII-only). RE2 scans in linear time, about 20 times faster than ``re`` over
+    this alternation; finding nothing with it proves ``re`` would find nothing, which is
+    the answer for almost every chunk of ordinary text. (The repeats matter: counted
+    ones multiply RE2's automaton states until it runs out of memory and slows down.)
+    """
+    import re2
+
+    widened = re.sub(r"\{0,\d+\}", "*", pattern.replace(r"\b", ""))
+    widened = widened.replace(r"\w", r"[\p{L}\p{M}\p{N}_]").replace(
+        r"\s", r"[\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}]"
+    )
+    return re2.compile(widened)
+
+
+_FOLDED_ANYWHERE = _widened(_FOLDED.pattern)
 _GROUP_OF = {f"cue{index}": group for index, (group, _, _) in enumerate(_CUES)}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
@@ -174,11 +198,13 @@ CueMatch = tuple[int, int, str]  # start, end, cue group
 
 def _cue_matches(text: str) -> list[CueMatch]:
     lowered = text.lower()
-    folded = _FOLDED.finditer(lowered) if len(lowered) == len(text) else None
-    matches = [
-        *(folded or _FOLDED_IGNORECASE.finditer(text)),
-        *_CASED.finditer(text),
-    ]
+    if len(lowered) != len(text):
+        folded: Iterable[re.Match[str]] = _FOLDED_IGNORECASE.finditer(text)
+    elif _FOLDED_ANYWHERE.search(lowered):
+        folded = _FOLDED.finditer(lowered)
+    else:
+        folded = ()
+    matches = [*folded, *_CASED.finditer(text)]
     return [(m.start(), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
 
 
@@ -259,6 +285,11 @@ class JailbreakModel:
     #: history every turn, and only the chunks of new text cost any work
     memo: LruCache[bytes, ChunkWording] = field(
         default_factory=lambda: LruCache(4096), compare=False, repr=False
+    )
+    #: each word's character n-gram counts (column indices, counts): prose keeps reusing
+    #: its vocabulary, so a new prompt's words are mostly known (a new word costs ~15 µs)
+    word_rows: LruCache[str, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = field(
+        default_factory=lambda: LruCache(50_000), compare=False, repr=False
     )
 
     @classmethod
@@ -386,7 +417,29 @@ class JailbreakModel:
                 columns.append(words.setdefault(word, len(words)))
                 tallies.append(tally)
         occurrences = csr_matrix((tallies, (rows, columns)), shape=(len(texts), len(words)))
-        return occurrences @ self.characters.transform(list(words))
+        return occurrences @ self._word_counts(list(words))
+
+    def _word_counts(self, words: list[str]) -> Any:
+        """``characters.transform(words)``, each word's row remembered across requests."""
+        from scipy.sparse import csr_matrix
+
+        found = [self.word_rows.get(word) for word in words]
+        missing = [index for index, row in enumerate(found) if row is None]
+        if missing:
+            fresh = self.characters.transform([words[index] for index in missing])
+            for position, index in enumerate(missing):
+                start, end = fresh.indptr[position], fresh.indptr[position + 1]
+                row = (fresh.indices[start:end].copy(), fresh.data[start:end].copy())
+                self.word_rows.put(words[index], row)
+                found[index] = row
+        known = [row for row in found if row is not None]
+        indptr = np.zeros(len(known) + 1, dtype=np.int64)
+        np.cumsum([len(indices) for indices, _ in known], out=indptr[1:])
+        none = np.zeros(0, dtype=np.int64)
+        indices = np.concatenate([none, *(indices for indices, _ in known)])
+        counts = np.concatenate([none, *(counts for _, counts in known)])
+        width = len(self.characters.vocabulary_)
+        return csr_matrix((counts, indices, indptr), shape=(len(words), width))
 
     def chunk_scores(
         self, vectors: FloatArray, chunks: list[str], wording: WordingScores | None = None
