@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
+import weakref
 from pathlib import Path
 
 import grpc
@@ -18,7 +20,8 @@ from extproc_client import Client, body_message, headers_message
 from google.protobuf import json_format, struct_pb2
 
 from vsr_extproc._proto.vsr.v1 import router_pb2, router_pb2_grpc
-from vsr_extproc.service import Service
+from vsr_extproc.service import Service, freeze_heap, start
+from vsr_extproc.signals.base import Resources
 
 
 def _admin(service: Service) -> httpx.AsyncClient:
@@ -249,3 +252,30 @@ async def test_a_reload_releases_models_the_new_policy_does_not_use(
     async with _admin(service) as admin:
         text = (await admin.get("/metrics")).text
     assert 'runtime="language"' not in text
+
+
+async def test_models_a_reload_releases_are_freed_though_the_heap_was_frozen(
+    config_path: Path, resources: Resources
+) -> None:
+    document = yaml.safe_load(config_path.read_text())
+    document["server"]["grace_period_s"] = 0.05
+    config_path.write_text(yaml.safe_dump(document))
+    service = await start(config_path, resources=resources)
+    (detector,) = [v for k, v in resources.items() if k[0] == "language"]
+    detector.itself = detector  # only a garbage collection can free it now
+    released = weakref.ref(detector)
+    del detector
+    freeze_heap()  # as `vsr-extproc serve` does once it is up
+    try:
+        document["signals"].pop("language")
+        document["decisions"] = [d for d in document["decisions"] if d["name"] != "not_english"]
+        config_path.write_text(yaml.safe_dump(document))
+        assert await service.reload("test")
+        assert gc.get_freeze_count() == 0  # thawed while the old policy finishes
+        assert service._settling is not None
+        await service._settling
+        assert released() is None
+        assert gc.get_freeze_count() > 0  # and frozen again
+    finally:
+        gc.unfreeze()
+        await service.stop(0, 0)
