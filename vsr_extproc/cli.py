@@ -23,7 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     # numpy's and scipy's BLAS only see small products here (chunks × domain examples); the
     # model runtimes own the cores. Threaded, waking its sleeping workers turned a 0.1 ms
-    # domain score into 2-11 ms at the end of each 2,000-token decision (measured).
+    # domain score into 2 ms (median; up to 11) at the end of a 2,000-token decision.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = _parser()
     args = parser.parse_args(argv)
@@ -168,7 +168,7 @@ def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level, json=args.log_json)
     # Signal work in Python threads hands results to the event loop and the model thread;
     # a thread that is ready waits for the GIL up to the switch interval while another
-    # runs Python code. At Python's default 5 ms a 2,000-token decision lost about 5 ms
+    # runs Python code. At Python's default 5 ms a 2,000-token decision lost up to 5 ms
     # at each of its hand-offs (measured p50 109-118 ms; at 0.5 ms, 102 ms).
     sys.setswitchinterval(0.0005)
     asyncio.run(serve(args.config, args.listen, args.admin_listen))

@@ -20,7 +20,7 @@ from extproc_client import Client, body_message, headers_message
 from google.protobuf import json_format, struct_pb2
 
 from vsr_extproc._proto.vsr.v1 import router_pb2, router_pb2_grpc
-from vsr_extproc.service import Service, freeze_heap, start
+from vsr_extproc.service import Service, start
 from vsr_extproc.signals.base import Resources
 
 
@@ -260,13 +260,13 @@ async def test_models_a_reload_releases_are_freed_though_the_heap_was_frozen(
     document = yaml.safe_load(config_path.read_text())
     document["server"]["grace_period_s"] = 0.05
     config_path.write_text(yaml.safe_dump(document))
-    service = await start(config_path, resources=resources)
-    (detector,) = [v for k, v in resources.items() if k[0] == "language"]
-    detector.itself = detector  # only a garbage collection can free it now
-    released = weakref.ref(detector)
-    del detector
-    freeze_heap()  # as `vsr-extproc serve` does once it is up
+    service = await start(config_path, resources=resources, freeze=True)  # as `serve` does
     try:
+        assert gc.get_freeze_count() > 0
+        (detector,) = [v for k, v in resources.items() if k[0] == "language"]
+        detector.itself = detector  # only a garbage collection can free it now
+        released = weakref.ref(detector)
+        del detector
         document["signals"].pop("language")
         document["decisions"] = [d for d in document["decisions"] if d["name"] != "not_english"]
         config_path.write_text(yaml.safe_dump(document))
