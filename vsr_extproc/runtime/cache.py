@@ -43,8 +43,21 @@ class LruCache(Generic[K, V]):
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self._evict()
+
+    def setdefault(self, key: K, value: V) -> V:
+        """The value kept for ``key``, or else ``value``, kept now: one step for all threads."""
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is None:
+                self._items[key] = kept = value
+            self._items.move_to_end(key)
+            self._evict()
+            return kept
+
+    def _evict(self) -> None:
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:

@@ -30,7 +30,6 @@ import logging
 import math
 import sys
 import tempfile
-import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -455,7 +454,6 @@ class Embedder:
         # recent plans, shared by the threads that need a text's chunks (the model's and
         # the jailbreak wording's), so a text is tokenized once
         self._plans: LruCache[bytes, concurrent.futures.Future[list[Chunk]]] = LruCache(64)
-        self._planning = threading.Lock()
         self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
 
     def _run(self, texts: list[str]) -> list[ChunkEmbeddings]:
@@ -503,15 +501,10 @@ class Embedder:
         planned recently, waits for that plan (the model's thread and the jailbreak
         wording both need it, at about the same time).
         """
-        key = text_key(text)
-        with self._planning:
-            planned = self._plans.get(key)
-            mine = planned is None
-            if planned is None:
-                planned = concurrent.futures.Future()
-                self._plans.put(key, planned)
-        if not mine:
-            return planned.result()
+        planned: concurrent.futures.Future[list[Chunk]] = concurrent.futures.Future()
+        shared = self._plans.setdefault(text_key(text), planned)
+        if shared is not planned:
+            return shared.result()
         try:
             chunks = self.encoder.chunk(text, self.window, self.overlap)
         except BaseException as exc:
