@@ -261,8 +261,8 @@ class ReplayRecorder:
     thread (``record`` queues a finished one). The writer wakes every ``flush_every_s``,
     builds what queued up and writes it in one transaction: no thread is woken per
     request (measured with ``make bench``: the processor's CPU per routed request fell
-    from 0.82 to 0.71 ms). A record that is queued but not yet written is still served by
-    ``get``.
+    from 0.88 to 0.66-0.72 ms over five runs). A record that is queued but not yet
+    written is still served by ``get``.
 
     ``dropped`` counts records that were not queued (queue full, recorder closed or its
     writer gone); ``failed`` counts records the store refused; ``written`` the others. A

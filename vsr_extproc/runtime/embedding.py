@@ -259,8 +259,9 @@ def _export_onnx(model: Any, path: Path) -> Path:
 
     Attention is exported in its plain form (matmul, mask, softmax, matmul). The fused
     scaled-dot-product form traces to extra masking work (``IsNaN``/``Where`` over every
-    score) that cost 17% of the int8 forward pass; without it a 2,000-token prompt
-    (19 chunks) took 79 ms instead of 99 ms, with the same accuracy.
+    score): 15-20 % of the int8 forward pass in ONNX Runtime's profile. Without it the 19
+    chunks of a 2,000-token prompt took 76 ms instead of 99 ms in one pass, and the
+    minimum chunk cosine to torch fp32 stayed at 0.985-0.989.
     """
     if hasattr(model, "set_attn_implementation"):
         # an architecture with only one attention implementation keeps it
