@@ -42,11 +42,17 @@ class Recorder(Protocol):
 
 class Observer:
     def __init__(
-        self, metrics: Metrics, recorder: Recorder | None = None, *, keep_content: bool = False
+        self,
+        metrics: Metrics,
+        recorder: Recorder | None = None,
+        *,
+        keep_content: bool = False,
+        max_content_chars: int | None = None,
     ) -> None:
         self.metrics = metrics
         self.recorder = recorder
         self.keep_content = keep_content
+        self.max_content_chars = max_content_chars
 
     def decided(
         self, seen: Seen, body: bytes, request: NormalizedRequest, decision: RoutingDecision
@@ -125,6 +131,7 @@ class Observer:
                     decision,
                     outcome=outcome,
                     keep_content=self.keep_content,
+                    max_content_chars=self.max_content_chars,
                     policy_fingerprint=seen.policy,
                     error=error,
                     at=at,

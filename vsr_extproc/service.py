@@ -292,7 +292,12 @@ async def start(
     metrics = Metrics()
     router = Router(policy, SignalRunner(metrics.signal), fetcher=fetcher)
     recorder = _open_recorder(config)
-    observer = Observer(metrics, recorder, keep_content=config.replay.keep_content)
+    observer = Observer(
+        metrics,
+        recorder,
+        keep_content=config.replay.keep_content,
+        max_content_chars=config.replay.max_content_chars,
+    )
     limit = config.server.max_message_bytes
     server = grpc.aio.server(
         options=[

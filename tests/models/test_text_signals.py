@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import numpy as np
@@ -278,6 +279,75 @@ async def test_a_long_text_goes_through_the_model_in_passes_of_about_equal_size(
     embedded = await embedder.chunks(text)
     assert passes == [7, 7, 5]  # not 8, 8, 3
     assert embedded.count == 19
+    await embedder.close()
+
+
+class PassLog:
+    """Wraps an encoder's forward: records which text each pass served, and can hold one."""
+
+    def __init__(self, encoder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.original = encoder.forward
+        self.passes: list[tuple[int, ...]] = []  # each pass's first window
+        self.started = threading.Event()
+        monkeypatch.setattr(encoder, "forward", self)
+
+    def __call__(self, batch: Any) -> Any:
+        self.passes.append(batch[0])
+        self.started.set()
+        return self.original(batch)
+
+
+async def test_a_one_chunk_request_waits_about_one_pass_behind_a_huge_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoder = load_text_encoder()
+    embedder = Embedder(encoder, max_batch=8, window_tokens=32, overlap_tokens=4)
+    log = PassLog(encoder, monkeypatch)
+    huge = "apple " * 5_000  # 178 chunks: 23 passes
+    small = "Is this mole on my back dangerous?"
+    big_task = asyncio.ensure_future(embedder.chunks(huge, owner="big"))
+    assert await asyncio.to_thread(log.started.wait, 10)
+    embedded = await embedder.chunks(small, owner="small")
+    small_pass = log.passes.index(embedder.plan(small)[0].token_ids)
+    assert small_pass <= 2, f"the small request waited {small_pass} passes"
+    assert embedded.count == 1
+    assert (await big_task).count == len(embedder.plan(huge))
+    await embedder.close()
+
+
+async def test_one_callers_cancellation_never_reaches_another_waiting_on_the_same_text() -> None:
+    embedder = Embedder(load_text_encoder(), window_tokens=32)
+    text = "Summarise the attached contract and list every deadline in it. " * 40
+    first = asyncio.ensure_future(embedder.chunks(text, owner="client-gone"))
+    await asyncio.sleep(0)
+    retry = asyncio.ensure_future(embedder.chunks(text, owner="retry"))
+    await asyncio.sleep(0)
+    first.cancel()
+    embedded = await retry  # not CancelledError: the retry still wants the text
+    assert embedded.count == len(embedder.plan(text))
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await embedder.close()
+
+
+async def test_a_text_nobody_waits_for_any_more_leaves_the_queue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoder = load_text_encoder()
+    embedder = Embedder(encoder, max_batch=8, window_tokens=32, overlap_tokens=4)
+    log = PassLog(encoder, monkeypatch)
+    task = asyncio.ensure_future(embedder.chunks("apple " * 5_000, owner="timed-out"))
+    while embedder.queued_passes == 0:  # noqa: ASYNC110 - polls a counter, no event to wait on
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert embedder.queued_passes == 0
+    other = await embedder.chunks("a different question", owner="next")
+    assert other.count == 1
+    # of the text's 23 passes, the first ran and at most one more that was already running
+    assert len(log.passes) <= 3
+    assert log.passes[-1] == embedder.plan("a different question")[0].token_ids
     await embedder.close()
 
 

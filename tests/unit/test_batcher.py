@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import pytest
 
-from vsr_extproc.runtime.batcher import MicroBatcher
+from vsr_extproc.runtime.batcher import FairQueue, MicroBatcher
 
 
 class Recorder:
@@ -150,6 +152,88 @@ async def test_a_cancelled_caller_is_dropped_without_breaking_the_batch() -> Non
         await queued[1]
     await batcher.close()
     assert run.batches == [[1], [2, 4]]
+
+
+async def test_the_owner_served_least_goes_first_so_a_big_request_cannot_starve_others() -> None:
+    gate = threading.Event()
+    run = Recorder(gate=gate)
+    batcher = MicroBatcher(run, max_batch=2, max_wait_ms=0)
+    first = asyncio.ensure_future(batcher.submit(0, owner="big"))
+    assert await asyncio.to_thread(run.started.wait, 5)
+    big = [asyncio.ensure_future(batcher.submit(i, owner="big")) for i in range(1, 41)]
+    await asyncio.sleep(0)
+    small = asyncio.ensure_future(batcher.submit(100, owner="small"))
+    later = asyncio.ensure_future(batcher.submit(200, owner="late"))
+    await asyncio.sleep(0)
+    gate.set()
+    assert (await small, await later) == (1000, 2000)
+    await asyncio.gather(first, *big)
+    await batcher.close()
+    # one batch of the big request was running; the owners not served yet go next
+    assert run.batches[:3] == [[0], [100, 200], [1, 2]]
+    assert sum(len(batch) for batch in run.batches) == 43
+
+
+def test_owners_served_alike_take_turns_in_the_order_they_first_queued() -> None:
+    queue: FairQueue[str] = FairQueue()
+    for item in ("a1", "a2", "a3"):
+        queue.put("a", item)
+    for item in ("b1", "b2"):
+        queue.put("b", item)
+    queue.put("c", "c1", weight=5)
+    order = [queue.pop() for _ in range(6)]
+    # a, b, c each once; then c has been served 5 and waits for a and b
+    assert order == ["a1", "b1", "c1", "a2", "b2", "a3"]
+    assert queue.empty()
+
+
+def test_the_queue_remembers_service_without_keeping_an_owner_alive() -> None:
+    class Request:
+        """Stands for a request: weakly referable, like the router's ``Evaluation``."""
+
+    queue: FairQueue[int] = FairQueue()
+    owner = Request()
+    queue.put(owner, 1, weight=3)
+    queue.pop()
+    assert queue.served(owner) == 3
+    gone = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert gone() is None
+
+
+async def test_a_cancelled_owners_queued_items_leave_the_queue_at_once() -> None:
+    gate = threading.Event()
+    run = Recorder(gate=gate)
+    batcher = MicroBatcher(run, max_batch=4, max_wait_ms=0)
+    running = asyncio.ensure_future(batcher.submit(0, owner="other"))
+    assert await asyncio.to_thread(run.started.wait, 5)
+    doomed = [asyncio.ensure_future(batcher.submit(i, owner="timed-out")) for i in range(1, 500)]
+    await asyncio.sleep(0)
+    assert batcher.queued == 499
+    for task in doomed:
+        task.cancel()
+    await asyncio.gather(*doomed, return_exceptions=True)
+    assert batcher.queued == 0
+    gate.set()
+    assert await running == 0
+    assert await batcher.submit(7, owner="next") == 70
+    await batcher.close()
+    assert run.batches == [[0], [7]]
+
+
+async def test_a_batch_is_full_by_weight_and_a_heavy_item_runs_alone() -> None:
+    gate = threading.Event()
+    run = Recorder(gate=gate)
+    batcher = MicroBatcher(run, max_batch=8, max_wait_ms=0, weigh=lambda item: item)
+    first = asyncio.ensure_future(batcher.submit(1))
+    assert await asyncio.to_thread(run.started.wait, 5)
+    rest = [asyncio.ensure_future(batcher.submit(weight)) for weight in (3, 4, 2, 20, 1)]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.gather(first, *rest)
+    await batcher.close()
+    assert run.batches == [[1], [3, 4], [2], [20], [1]]
 
 
 async def test_close_serves_queued_items_then_refuses_new_ones() -> None:

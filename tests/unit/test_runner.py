@@ -15,13 +15,16 @@ from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.policy import (
     BlockAction,
     DecisionSpec,
+    Limits,
     ModelSpec,
     Policy,
     RouteAction,
 )
+from vsr_extproc.core.router import Router
 from vsr_extproc.core.rules import Leaf, OnError
 from vsr_extproc.core.runner import SignalRunner
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome, SignalResult
+from vsr_extproc.errors import RequestTooLarge
 
 REQUEST = normalize(body(chat(user("hello"))))
 
@@ -146,3 +149,48 @@ async def test_on_error_decides_what_a_failed_signal_means(
     assert (answer.status if answer else None) == status
     if on_error is OnError.FAIL:
         assert "test.crash: RuntimeError: model exploded" in (verdict.problem or "")
+
+
+class StoppedUnderneath(AsyncSignal):
+    """Waits on shared work that something else cancels (a batcher shutting down)."""
+
+    family: ClassVar[str] = "test"
+    name = "stopped"
+    timeout_s = 1.0
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        shared: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(shared.cancel)
+        return Outcome(await shared == 1)
+
+
+async def test_shared_work_cancelled_by_someone_else_is_this_signals_failure() -> None:
+    results = await SignalRunner().run(
+        {"test.stopped": StoppedUnderneath(), "test.fast": Sleeper("fast", 0)}, REQUEST
+    )
+    assert results["test.stopped"].error == "cancelled: shared work was stopped"
+    assert results["test.fast"].matched
+
+
+async def test_a_cancelled_request_still_ends_as_cancelled() -> None:
+    task = asyncio.ensure_future(SignalRunner().run({"test.slow": Sleeper("slow", 5)}, REQUEST))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_decision_that_redacts_more_text_than_the_limit_is_refused_with_413() -> None:
+    policy = Policy(
+        {"m": ModelSpec("m", "c", "up")},
+        {},
+        (),
+        DecisionSpec("default", -1, None, RouteAction(("m",), redact=("email",)), 1),
+        limits=Limits(max_redact_chars=1_000),
+    )
+    router = Router(policy)
+    small = router.parse(body(chat(user("mail me at a@example.com"))), policy)
+    assert (await router.decide(small, policy)).name == "default"
+    large = router.parse(body(chat(user("mail me at a@example.com " + "x" * 2_000))), policy)
+    with pytest.raises(RequestTooLarge, match="redacts at most 1000"):
+        await router.decide(large, policy)

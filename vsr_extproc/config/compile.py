@@ -157,7 +157,11 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
         default=default,
         chat_paths=frozenset(config.routing.chat_paths),
         passthrough_model=config.routing.passthrough_model or _first_model(default),
-        limits=Limits(config.limits.max_body_bytes, config.limits.max_content_parts),
+        limits=Limits(
+            config.limits.max_body_bytes,
+            config.limits.max_content_parts,
+            config.limits.max_redact_chars,
+        ),
         fingerprint=fingerprint,
     )
 

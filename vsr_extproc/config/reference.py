@@ -162,6 +162,7 @@ def config_reference() -> str:
         ("ocr", _field_model(RouterConfig, "ocr"), None),
         ("text", text, "The text models shared by the text signals."),
         ("text.embedding", _field_model(text, "embedding"), None),
+        ("text.reading", _field_model(text, "reading"), None),
         ("admin", _field_model(RouterConfig, "admin"), None),
         ("debug", _field_model(RouterConfig, "debug"), None),
         ("replay", _field_model(RouterConfig, "replay"), None),

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from vsr_extproc.core.policy import Capability, Modality
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.rules import OnError
 from vsr_extproc.detectors import FindingType
 from vsr_extproc.signals import FAMILIES
@@ -229,6 +230,12 @@ class LimitsConfig(Strict):
     max_content_parts: int = Field(
         default=10_000, gt=0, description="content parts per request, all messages together"
     )
+    max_redact_chars: int = Field(
+        default=262_144,
+        gt=0,
+        description="a request routed by a decision that redacts is answered 413 when it has "
+        "more text than this: redaction must read every character, and is never skipped",
+    )
 
 
 class FetchConfig(Strict):
@@ -331,12 +338,12 @@ class EmbeddingConfig(Strict):
         default=4096, ge=0, description="texts whose chunk embeddings are kept (LRU)"
     )
     max_batch: int = Field(
-        default=8,
+        default=4,
         ge=1,
         le=256,
         description="chunks per forward pass; a pass holds one text's chunks only, so a "
-        "text's embedding never depends on what else is in flight (passes of 6-10 chunks "
-        "were the fastest measured on CPU)",
+        "text's embedding never depends on what else is in flight, and another request "
+        "waits behind at most one pass (2-12 chunks cost the same per chunk on CPU)",
     )
     max_wait_ms: float = Field(
         default=0.0,
@@ -359,9 +366,43 @@ DEFAULT_LANGUAGES = (
 )  # fmt: skip
 
 
+class ReadingConfig(Strict):
+    """How much of a request the text signals read: the work per request is bounded.
+
+    The newest user message claims first, then tool results, then the other messages,
+    newest first; a message longer than its share is read as its head and tail, and the
+    trace reports ``skipped_chars``. ``context`` signals still count every character.
+    """
+
+    prompt_chars: int = Field(
+        default=ReadingBudget().prompt_chars,
+        ge=100,
+        le=10_000_000,
+        description="the newest user message is read whole up to this many characters",
+    )
+    message_chars: int = Field(
+        default=ReadingBudget().message_chars,
+        ge=100,
+        le=10_000_000,
+        description="each other message (earlier turns, tool results, system) up to this",
+    )
+    total_chars: int = Field(
+        default=ReadingBudget().total_chars,
+        ge=100,
+        le=10_000_000,
+        description="all messages one signal reads together, at most",
+    )
+
+    def budget(self) -> ReadingBudget:
+        return ReadingBudget(self.prompt_chars, self.message_chars, self.total_chars)
+
+
 class TextConfig(Strict):
     embedding: EmbeddingConfig = Field(
         default=EmbeddingConfig(), description="the shared sentence-embedding model"
+    )
+    reading: ReadingConfig = Field(
+        default=ReadingConfig(), description="what text signals read of a long request"
     )
     languages: tuple[Annotated[str, Field(pattern=r"^[a-z]{2}$")], ...] = Field(
         default=DEFAULT_LANGUAGES,
@@ -415,6 +456,12 @@ class ReplayConfig(Strict):
         default=False,
         description="also keep the request (PII redacted, images as hashes plus their "
         "inspected features), which replay needs",
+    )
+    max_content_chars: int = Field(
+        default=65_536,
+        ge=0,
+        description="a request with more text than this is recorded without its content: "
+        "redacting it would cost more CPU than deciding it",
     )
 
 

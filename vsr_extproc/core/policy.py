@@ -124,6 +124,7 @@ class DecisionSpec:
 class Limits:
     max_body_bytes: int = 32 * 1024 * 1024
     max_content_parts: int = 10_000
+    max_redact_chars: int = 262_144
 
 
 @dataclass(frozen=True, slots=True)

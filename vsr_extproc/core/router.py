@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from vsr_extproc.core.decision import RoutingDecision, decide
+from vsr_extproc.core.decision import RequestOutcome, RoutingDecision, decide
 from vsr_extproc.core.normalize import normalize
-from vsr_extproc.core.policy import Policy
+from vsr_extproc.core.policy import Policy, RouteAction
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.runner import SignalRunner
 from vsr_extproc.errors import RequestTooLarge
@@ -53,9 +53,30 @@ class Router:
         if self.fetcher is not None and any(image.is_remote for image in request.images):
             await self.fetcher(request)
         results = await self.runner.run(policy.signals, request)
-        return decide(policy, request, results)
+        decision = decide(policy, request, results)
+        _check_redactable(decision, request, policy.limits.max_redact_chars)
+        return decision
 
     async def explain(self, body: bytes, policy: Policy | None = None) -> RoutingDecision:
         """Decide a raw request body without forwarding it anywhere."""
         policy = policy or self._policy
         return await self.decide(self.parse(body, policy), policy)
+
+
+def _check_redactable(decision: RoutingDecision, request: NormalizedRequest, limit: int) -> None:
+    """Refuse to route a request whose decision redacts more text than ``limit``.
+
+    Redaction reads every character (nothing may slip through unredacted), so its work
+    cannot be bounded by reading less; it is bounded by refusing what is too large.
+    """
+    action = decision.decision.action
+    if decision.outcome is not RequestOutcome.ROUTED or not isinstance(action, RouteAction):
+        return
+    if not action.redact:
+        return
+    size = sum(len(message.text) for message in request.messages)
+    if size > limit:
+        raise RequestTooLarge(
+            f"decision {decision.name!r} redacts personal data, and this request has {size} "
+            f"characters of text; this router redacts at most {limit}"
+        )

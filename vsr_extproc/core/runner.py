@@ -101,5 +101,15 @@ class SignalRunner:
             result = _failure(signal, f"timed out after {signal.timeout_s * 1000:.0f} ms", started)
         except Exception as exc:
             result = _failure(signal, _describe(exc), started)
+        except asyncio.CancelledError:
+            if _cancelling():
+                raise  # this request is being cancelled: let it end
+            # shared work was cancelled under this signal: its failure, not the request's
+            result = _failure(signal, "cancelled: shared work was stopped", started)
         self._observer(result, timed_out=timed_out)
         return result
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

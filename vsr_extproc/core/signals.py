@@ -61,13 +61,25 @@ class Evaluation:
 
     Work that several signals need (one embedding pass, one OCR per image) is computed
     once through ``once``: the first caller starts it, the others await the same future.
+    Cheap synchronous work (which excerpts a scope reads) is shared through ``memo``.
+
+    The evaluation also stands for its request in the runtimes' queues: work queued with
+    it as the owner competes fairly with other requests' work (the one served least goes
+    first), and leaves the queues when ``cancel`` ends it.
     """
 
-    __slots__ = ("_shared", "request")
+    __slots__ = ("__weakref__", "_memos", "_shared", "request")
 
     def __init__(self, request: NormalizedRequest) -> None:
         self.request = request
         self._shared: dict[Hashable, asyncio.Future[Any]] = {}
+        self._memos: dict[Hashable, Any] = {}
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        if key not in self._memos:
+            self._memos[key] = compute()
+        value: T = self._memos[key]
+        return value
 
     async def once(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
         future = self._shared.get(key)

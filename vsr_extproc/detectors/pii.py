@@ -226,15 +226,28 @@ def find_phones(
     filter on confidence >= 0.8. Digit runs inside an ``explained`` span (a card number
     found already) are skipped.
     """
-    found: list[Finding] = []
-    for run in _phone_runs(text):
-        if _reads_as_another_number(text[run[0] : run[1]]):
-            continue
-        if _labelled(_REFERENCE_BEFORE, text, run[0]):
-            continue
-        if not any(start <= run[0] and run[1] <= end for start, end in explained):
-            found.extend(_phones_around(text, run, regions))
-    return resolve_overlaps(found)
+    return resolve_overlaps(phones_at(text, phone_candidates(text, explained), regions))
+
+
+def phone_candidates(text: str, explained: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """The digit runs of ``text`` that the phone matcher must look at (cheap to find)."""
+    return [
+        run
+        for run in _phone_runs(text)
+        if not _reads_as_another_number(text[run[0] : run[1]])
+        and not _labelled(_REFERENCE_BEFORE, text, run[0])
+        and not any(start <= run[0] and run[1] <= end for start, end in explained)
+    ]
+
+
+def phones_at(
+    text: str,
+    runs: Sequence[tuple[int, int]],
+    regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
+) -> list[Finding]:
+    """The phone numbers around each of ``runs`` (a few milliseconds a run: the costly
+    part, which a caller may split into small jobs)."""
+    return [finding for run in runs for finding in _phones_around(text, run, regions)]
 
 
 def _with_confidence(finding: Finding, confidence: float) -> Finding:
@@ -707,13 +720,29 @@ def find_pii(
     wanted = frozenset(FindingType) if types is None else frozenset(types)
     if not wanted:
         return []
+    findings, candidates = pii_without_phones(text)
+    if FindingType.PHONE in wanted:
+        phones = phones_at(text, candidates, tuple(phone_regions))
+        findings = merge_phones(findings, phones)
+    return [finding for finding in findings if finding.type in wanted]
+
+
+def pii_without_phones(text: str) -> tuple[list[Finding], list[tuple[int, int]]]:
+    """Every cheap detector's findings (overlaps not yet resolved), and the digit runs left
+    for the phone matcher.
+
+    ``find_pii`` is this, then ``phones_at`` over the runs, then ``merge_phones``; a
+    caller that must keep each piece of CPU work short runs ``phones_at`` in batches.
+    """
     findings: list[Finding] = []
     for detect in _DETECTORS.values():
         findings.extend(detect(text))
-    if FindingType.PHONE in wanted:
-        explained = [(finding.start, finding.end) for finding in findings]
-        findings.extend(find_phones(text, tuple(phone_regions), explained=explained))
-    return [finding for finding in resolve_overlaps(findings) if finding.type in wanted]
+    explained = [(finding.start, finding.end) for finding in findings]
+    return findings, phone_candidates(text, explained)
+
+
+def merge_phones(findings: list[Finding], phones: list[Finding]) -> list[Finding]:
+    return resolve_overlaps([*findings, *resolve_overlaps(phones)])
 
 
 __all__ = [
@@ -730,5 +759,8 @@ __all__ = [
     "find_ssns",
     "iban_valid",
     "luhn_valid",
+    "merge_phones",
+    "phones_at",
+    "pii_without_phones",
     "ssn_valid",
 ]

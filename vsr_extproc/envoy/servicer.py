@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -155,7 +156,11 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
         try:
             request = self.router.parse(body, policy)
             decision = await self.router.decide(request, policy)
-            response = _respond(decision, request, exchange)
+            if _redacts_a_large_body(decision, body):
+                # redaction scans every text: on a thread, so the loop serves other streams
+                response = await asyncio.to_thread(_respond, decision, request, exchange)
+            else:
+                response = _respond(decision, request, exchange)
         except RequestError as exc:
             self.observer.rejected(seen, body, exc)
             return _answer(_error(exc), exc.code, seen.replay_id)
@@ -172,6 +177,11 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
             structlog.contextvars.unbind_contextvars("request_id")
         self.observer.decided(seen, body, request, decision)
         return response
+
+
+def _redacts_a_large_body(decision: RoutingDecision, body: bytes) -> bool:
+    action = decision.decision.action
+    return isinstance(action, RouteAction) and bool(action.redact) and len(body) > 65_536
 
 
 def _error(error: RequestError) -> Answer:

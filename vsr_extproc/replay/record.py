@@ -100,6 +100,7 @@ def make_record(
     *,
     outcome: str | None = None,
     keep_content: bool,
+    max_content_chars: int | None = None,
     policy_fingerprint: str,
     error: str | None = None,
     at: float | None = None,
@@ -113,6 +114,8 @@ def make_record(
 
     With ``keep_content`` this scans every text for PII and hashes every image: CPU work
     that grows with the request, so a caller on an event loop should run it off the loop.
+    A request with more than ``max_content_chars`` of text keeps no content (its trace
+    says so): the record's work stays bounded whatever a client sends.
     """
     if decision is not None:
         name = decision.name
@@ -128,8 +131,12 @@ def make_record(
         trace = {"error": error} if error else {}
     content = None
     if keep_content and request is not None:
-        results = decision.results if decision is not None else {}
-        content = kept_content(request, results)
+        size = sum(len(message.text) for message in request.messages)
+        if max_content_chars is not None and size > max_content_chars:
+            trace = {**trace, "content": f"not kept: {size} characters of text"}
+        else:
+            results = decision.results if decision is not None else {}
+            content = kept_content(request, results)
     return ReplayRecord(
         id=replay_id,
         time=time.time() if at is None else at,

@@ -31,7 +31,7 @@ import math
 import sys
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -416,20 +416,57 @@ def _apply_precision(model: Any, precision: Precision) -> Any:
         return quantize(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
-class Embedder:
-    """Async, shared access to a ``TextEncoder``: a queue across requests plus a cache.
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """One forward pass of a text: pass ``index`` of its plan (``None``: not planned yet)."""
 
-    ``chunks(text)`` returns the embedded windows of ``text``. Results are cached by a hash
-    of the text (an LRU of ``cache_size`` texts); concurrent calls for the same text share
-    one computation. A text is tokenized and embedded in one trip to a worker thread, so
-    nothing waits for the event loop between the two.
+    text: str
+    index: int
+    plan: tuple[Chunk, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Passed:
+    plan: tuple[Chunk, ...]
+    passes: int
+    vectors: FloatArray
+
+
+@dataclass(eq=False)
+class _Shared:
+    """A text's embedding in flight, and how many callers still want it."""
+
+    task: asyncio.Task[ChunkEmbeddings]
+    waiters: int = 0
+
+
+def pass_bounds(chunks: int, max_batch: int) -> list[tuple[int, int]]:
+    """As few passes as ``max_batch`` allows, of about equal size (19 chunks: 7, 7, 5)."""
+    if chunks == 0:
+        return [(0, 0)]
+    size = math.ceil(chunks / math.ceil(chunks / max_batch))
+    return [(start, min(start + size, chunks)) for start in range(0, chunks, size)]
+
+
+class Embedder:
+    """Async, shared access to a ``TextEncoder``: a fair queue across requests plus a cache.
+
+    ``chunks(text, owner=…)`` returns the embedded windows of ``text``. Results are cached
+    by a hash of the text (an LRU of ``cache_size`` texts); concurrent calls for the same
+    text share one computation, which is cancelled when the last caller that wants it
+    goes away — and never because one of several callers did.
 
     A text's chunks go through the model together, in passes of at most ``max_batch``
     chunks, and never with another text's: int8 activations are quantised with one scale
     per pass, so batch-mates would move a text's embedding (measured: cosine down to 0.990
     with onnxruntime, 0.959 with torch). This way a text's embedding depends on the text
-    alone, and so does every decision made from it. Concurrent texts still share a trip
-    to the worker thread.
+    alone, and so does every decision made from it.
+
+    Each pass is one item of the queue, queued for its ``owner`` (the request), and the
+    owner served least goes first: a request of a thousand chunks delays a one-chunk
+    request by about the pass already running. The first pass tokenizes the text in the
+    same trip to the model thread; concurrent passes of a few chunks share a trip, up to
+    ``max_batch`` chunks.
     """
 
     def __init__(
@@ -447,53 +484,87 @@ class Embedder:
         self.overlap = overlap_tokens
         self.max_batch = max_batch
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="embed")
-        self._batcher: MicroBatcher[str, ChunkEmbeddings] = MicroBatcher(
-            self._run, max_batch=max_batch, max_wait_ms=max_wait_ms, executor=self._executor
+        self._batcher: MicroBatcher[_Pass, _Passed] = MicroBatcher(
+            self._run,
+            max_batch=max_batch,
+            max_wait_ms=max_wait_ms,
+            executor=self._executor,
+            weigh=self._weigh,
         )
         self._cache: LruCache[bytes, ChunkEmbeddings] = LruCache(cache_size)
-        self._inflight: dict[bytes, asyncio.Future[ChunkEmbeddings]] = {}
+        self._inflight: dict[bytes, _Shared] = {}
         # recent plans, shared by the threads that need a text's chunks (the model's and
         # the jailbreak wording's), so a text is tokenized once
         self._plans: LruCache[bytes, concurrent.futures.Future[list[Chunk]]] = LruCache(64)
         self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
 
-    def _run(self, texts: list[str]) -> list[ChunkEmbeddings]:
-        return [self._embed(text) for text in texts]
+    @property
+    def queued_passes(self) -> int:
+        """Forward passes waiting in the queue (not counting the one that runs)."""
+        return self._batcher.queued
 
-    def _embed(self, text: str) -> ChunkEmbeddings:
-        pieces = self.plan(text)
-        self.forward_chunks += len(pieces)
-        chunks = tuple(piece.token_ids for piece in pieces)
-        # as few passes as max_batch allows, of about equal size (19 chunks: 7, 7, 5)
-        size = math.ceil(len(chunks) / math.ceil(len(chunks) / self.max_batch))
-        passes = [
-            self.encoder.forward(chunks[start : start + size])
-            for start in range(0, len(chunks), size)
-        ]
-        spans = tuple((piece.start, piece.end) for piece in pieces)
-        return ChunkEmbeddings(spans, np.concatenate(passes))
+    def _weigh(self, work: _Pass) -> int:
+        if work.plan is None:  # a guess from the length, about four characters a token
+            return max(1, min(self.max_batch, len(work.text) // (4 * self.window)))
+        start, end = pass_bounds(len(work.plan), self.max_batch)[work.index]
+        return end - start
 
-    async def chunks(self, text: str) -> ChunkEmbeddings:
+    def _run(self, passes: list[_Pass]) -> list[_Passed]:
+        return [self._forward(work) for work in passes]
+
+    def _forward(self, work: _Pass) -> _Passed:
+        plan = work.plan if work.plan is not None else tuple(self.plan(work.text))
+        bounds = pass_bounds(len(plan), self.max_batch)
+        start, end = bounds[work.index]
+        self.forward_chunks += end - start
+        vectors = self.encoder.forward([piece.token_ids for piece in plan[start:end]])
+        return _Passed(plan, len(bounds), vectors)
+
+    async def _compute(self, key: bytes, text: str, owner: Hashable | None) -> ChunkEmbeddings:
+        first = await self._batcher.submit(_Pass(text, 0, None), owner=owner)
+        rest = await asyncio.gather(
+            *(
+                self._batcher.submit(_Pass(text, index, first.plan), owner=owner)
+                for index in range(1, first.passes)
+            )
+        )
+        spans = tuple((piece.start, piece.end) for piece in first.plan)
+        result = ChunkEmbeddings(
+            spans, np.concatenate([first.vectors, *(done.vectors for done in rest)])
+        )
+        self._cache.put(key, result)
+        return result
+
+    async def chunks(self, text: str, *, owner: Hashable | None = None) -> ChunkEmbeddings:
+        """The embedded windows of ``text``; its passes are queued for ``owner``."""
         key = text_key(text)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        pending = self._inflight.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[ChunkEmbeddings] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
+        shared = self._inflight.get(key)
+        if shared is None:
+            shared = _Shared(asyncio.ensure_future(self._compute(key, text, owner)))
+            self._inflight[key] = shared
+            shared.task.add_done_callback(lambda _: self._forget(key, shared))
+        shared.waiters += 1
         try:
-            result = await self._batcher.submit(text)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # the caller re-raises it; waiters get it from the future
+            return await asyncio.shield(shared.task)
+        except asyncio.CancelledError:
+            if shared.task.cancelled() and not _being_cancelled():
+                # the work was stopped under a caller that wants it (the batcher closed)
+                raise ModelUnavailable("the text embedding was stopped") from None
             raise
         finally:
-            self._inflight.pop(key, None)
-        future.set_result(result)
-        self._cache.put(key, result)
-        return result
+            shared.waiters -= 1
+            if shared.waiters == 0 and not shared.task.done():
+                # nobody wants it any more: its queued passes leave the queue now, and a
+                # later caller of the same text starts afresh rather than joining this one
+                self._forget(key, shared)
+                shared.task.cancel()
+
+    def _forget(self, key: bytes, shared: _Shared) -> None:
+        if self._inflight.get(key) is shared:
+            del self._inflight[key]
 
     def plan(self, text: str) -> list[Chunk]:
         """The chunks ``chunks(text)`` embeds (tokenization only; safe on any thread).
@@ -524,3 +595,8 @@ class Embedder:
     async def close(self) -> None:
         await self._batcher.close()
         self._executor.shutdown(wait=False)
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

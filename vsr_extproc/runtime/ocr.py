@@ -53,12 +53,11 @@ the MRZ's document number).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import math
 import os
 import threading
 import unicodedata
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -69,6 +68,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from vsr_extproc.errors import ModelUnavailable
+from vsr_extproc.runtime.batcher import FairWorker
 
 UInt8Array = npt.NDArray[np.uint8]
 FloatArray = npt.NDArray[np.float32]
@@ -144,7 +144,9 @@ class OcrEngine:
     def __init__(self, settings: OcrSettings | None = None) -> None:
         self.settings = settings or OcrSettings()
         self._detector, self._recogniser = _load_models(self.settings)
-        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ocr")
+        # one image at a time, the request served least first: a request with many
+        # images cannot hold up another request's one
+        self._worker = FairWorker("ocr")
         self._warm_up()
 
     def read(
@@ -193,14 +195,20 @@ class OcrEngine:
         )
 
     async def read_async(
-        self, image: Image.Image, *, orientation: int = 1, budget_s: float | None = None
+        self,
+        image: Image.Image,
+        *,
+        orientation: int = 1,
+        budget_s: float | None = None,
+        owner: Hashable | None = None,
     ) -> OcrResult:
         """``read`` on the engine's worker thread, stopping ``budget_s`` after it starts.
 
         The budget starts when this image's OCR starts, not while it waits behind other
         images: a request's several images each get the whole budget, and the signal's
-        own timeout bounds the wait. A caller that is cancelled (its request timed out or
-        finished) stops the thread at the next line, or removes the job before it starts.
+        own timeout bounds the wait. Images wait in a queue where the ``owner`` (request)
+        served least goes first. A caller that is cancelled (its request timed out or finished)
+        stops the thread at the next line, or removes the job from the queue at once.
         """
         stop = threading.Event()
 
@@ -209,13 +217,13 @@ class OcrEngine:
             return self.read(image, orientation=orientation, deadline=deadline, stop=stop)
 
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+            return await self._worker.run(work, owner=owner)
         finally:
             stop.set()
 
     def close(self) -> None:
         """Stop the worker thread once its current image is done (reading stops early)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._worker.shutdown()
 
     # --- the pipeline -------------------------------------------------------------------
 

@@ -28,9 +28,16 @@ import numpy as np
 import yaml
 from pydantic import Field, model_validator
 
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
-from vsr_extproc.signals.texts import TextScope, embed_texts, scoped_texts, shared_embedder
+from vsr_extproc.signals.texts import (
+    TextScope,
+    embed_texts,
+    reading_budget,
+    scoped_reading,
+    shared_embedder,
+)
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
@@ -118,8 +125,11 @@ class DomainBank:
 class DomainSignal(AsyncSignal):
     family: ClassVar[str] = "domain"
 
-    def __init__(self, entry: DomainEntry, embedder: Embedder, bank: DomainBank) -> None:
+    def __init__(
+        self, entry: DomainEntry, embedder: Embedder, bank: DomainBank, budget: ReadingBudget
+    ) -> None:
         self.name = entry.name
+        self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.threshold = entry.threshold
         self.exclusive = entry.exclusive
@@ -128,7 +138,8 @@ class DomainSignal(AsyncSignal):
         self.bank = bank
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        texts = scoped_texts(evaluation.request, self.scope)
+        reading = scoped_reading(evaluation, self.scope, self.budget)
+        texts = reading.texts
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})
 
@@ -141,7 +152,7 @@ class DomainSignal(AsyncSignal):
         score = scores[self.name]
         best = max(scores, key=scores.__getitem__)
         matched = score >= self.threshold and (not self.exclusive or best == self.name)
-        value = {"score": round(score, 4), "best": best, "chunks": chunks}
+        value = {"score": round(score, 4), "best": best, "chunks": chunks, **reading.report}
         return Outcome(matched, min(max(score, 0.0), 1.0), value)
 
 
@@ -150,7 +161,7 @@ def build(entry: DomainEntry, resources: Resources) -> DomainSignal:
     entries: list[DomainEntry] = list(resources.config.signals.domain)
     key = ("domain-bank", id(embedder), tuple(entries))
     bank: DomainBank = resources.get(key, lambda: DomainBank.build(embedder.encoder, entries))
-    return DomainSignal(entry, embedder, bank)
+    return DomainSignal(entry, embedder, bank, reading_budget(resources))
 
 
 FAMILY = SignalFamily(

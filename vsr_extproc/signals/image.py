@@ -231,7 +231,7 @@ class ImageSignal(AsyncSignal):
         self, evaluation: Evaluation, image: ImagePart, decoded: DecodedImage
     ) -> bool:
         async def compute() -> bool:
-            return await run_cpu(is_grayscale, decoded.image)
+            return await run_cpu(is_grayscale, decoded.image, owner=evaluation)
 
         return await evaluation.once(("image-grayscale", image.index), compute)
 
@@ -243,7 +243,7 @@ class ImageSignal(AsyncSignal):
         counter: FaceCounter,
     ) -> int:
         async def compute() -> int:
-            return await run_cpu(counter, decoded.image)
+            return await run_cpu(counter, decoded.image, owner=evaluation)
 
         return await evaluation.once(("image-faces", image.index), compute)
 

@@ -125,13 +125,16 @@ class ImageReader:
             decoded = await decode(evaluation, image, limits)
             if isinstance(decoded, ImageError):
                 return decoded
-            key = await run_cpu(image.digest)
+            key = await run_cpu(image.digest, owner=evaluation)
             cached = self._cache.get(key)
             if cached is not None:
                 return ImageText(cached.text, cached.lines, cached.ocr_ms, True, cached=True)
             try:
                 result = await self.engine.read_async(
-                    decoded.image, orientation=decoded.exif_orientation, budget_s=budget_s
+                    decoded.image,
+                    orientation=decoded.exif_orientation,
+                    budget_s=budget_s,
+                    owner=evaluation,
                 )
             except Exception as exc:  # onnxruntime and OpenCV raise their own types
                 return ImageError(f"OCR failed: {type(exc).__name__}: {exc}")
@@ -270,7 +273,7 @@ class ImageTextSignal(AsyncSignal):
         read = await self.reader.read(evaluation, image, self.limits, self.ocr_budget_s)
         if isinstance(read, ImageError):
             return {"image": image.index, "error": str(read)}, None
-        detected = await run_cpu(self.detector, read.text)
+        detected = await run_cpu(self.detector, read.text, owner=evaluation)
         report: dict[str, Any] = {
             "image": image.index,
             "matched": detected.matched,

@@ -49,6 +49,6 @@ async def decode(
             return exc
 
     async def compute() -> DecodedImage | ImageError:
-        return await run_cpu(work)
+        return await run_cpu(work, owner=evaluation)
 
     return await evaluation.once(("decoded-image", image.index), compute)

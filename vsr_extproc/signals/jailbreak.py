@@ -43,10 +43,17 @@ import numpy.typing as npt
 import yaml
 from pydantic import Field
 
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.texts import TextScope, embed_texts, scoped_texts, shared_embedder
+from vsr_extproc.signals.texts import (
+    TextScope,
+    embed_texts,
+    reading_budget,
+    scoped_reading,
+    shared_embedder,
+)
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
@@ -194,6 +201,7 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 _MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
+WORDING_CHUNKS_PER_JOB = 8
 
 
 def _cue_matches(text: str) -> list[CueMatch]:
@@ -464,6 +472,19 @@ class WordingScores:
     chunks: int
     cues: tuple[tuple[str, ...], ...] = ()
 
+    @classmethod
+    def joined(cls, parts: list[WordingScores]) -> WordingScores:
+        """The scores of consecutive groups of chunks, as one."""
+        offsets = np.cumsum([0, *(part.chunks for part in parts)])
+        return cls(
+            np.concatenate(
+                [part.owners + offset for part, offset in zip(parts, offsets[:-1], strict=True)]
+            ),
+            np.concatenate([part.partial for part in parts]),
+            int(offsets[-1]),
+            tuple(cue for part in parts for cue in part.cues),
+        )
+
 
 @dataclass(frozen=True)
 class ChunkWording:
@@ -495,8 +516,15 @@ class JailbreakEntry(AsyncSignalEntry):
 class JailbreakSignal(AsyncSignal):
     family: ClassVar[str] = "jailbreak"
 
-    def __init__(self, entry: JailbreakEntry, embedder: Embedder, model: JailbreakModel) -> None:
+    def __init__(
+        self,
+        entry: JailbreakEntry,
+        embedder: Embedder,
+        model: JailbreakModel,
+        budget: ReadingBudget,
+    ) -> None:
         self.name = entry.name
+        self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.threshold = entry.threshold
         self.scope: TextScope = entry.scope
@@ -504,11 +532,12 @@ class JailbreakSignal(AsyncSignal):
         self.model = model
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        texts = scoped_texts(evaluation.request, self.scope)
+        reading = scoped_reading(evaluation, self.scope, self.budget)
+        texts = list(reading.texts)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})
         # the wording half of the score runs while the embeddings are computed
-        wording = asyncio.ensure_future(run_cpu(self._wording, texts))
+        wording = asyncio.ensure_future(self._wording(texts, evaluation))
         embedded = await embed_texts(evaluation, self.embedder, texts)
         vectors = np.concatenate([e.vectors for e in embedded])
         pieces, partial = await wording
@@ -520,12 +549,25 @@ class JailbreakSignal(AsyncSignal):
             "chunks": len(pieces),
             "riskiest_chunk": riskiest,
             "cues": list(partial.cues[riskiest]),
+            **reading.report,
         }
         return Outcome(score >= self.threshold, score, value)
 
-    def _wording(self, texts: list[str]) -> tuple[list[str], WordingScores]:
+    async def _wording(
+        self, texts: list[str], evaluation: Evaluation
+    ) -> tuple[list[str], WordingScores]:
+        """The wording scores of every chunk, in CPU jobs of ``WORDING_CHUNKS_PER_JOB``
+        chunks (a few milliseconds each), so that a long request interleaves fairly."""
+        pieces, first = await run_cpu(self._first_wording, texts, owner=evaluation)
+        parts = [first]
+        for start in range(WORDING_CHUNKS_PER_JOB, len(pieces), WORDING_CHUNKS_PER_JOB):
+            group = pieces[start : start + WORDING_CHUNKS_PER_JOB]
+            parts.append(await run_cpu(self.model.wording_scores, group, owner=evaluation))
+        return pieces, WordingScores.joined(parts)
+
+    def _first_wording(self, texts: list[str]) -> tuple[list[str], WordingScores]:
         pieces = [text[start:end] for text in texts for start, end in self.embedder.spans(text)]
-        return pieces, self.model.wording_scores(pieces)
+        return pieces, self.model.wording_scores(pieces[:WORDING_CHUNKS_PER_JOB])
 
 
 def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
@@ -536,7 +578,7 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
     model: JailbreakModel = resources.get(
         key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign)
     )
-    return JailbreakSignal(entry, embedder, model)
+    return JailbreakSignal(entry, embedder, model, reading_budget(resources))
 
 
 FAMILY = SignalFamily(

@@ -8,6 +8,8 @@ signals:
       word_boundaries: true                        # default
       regex: false                                 # patterns are regular expressions
       scope: prompt                                # prompt | user | all
+
+Like every text signal it reads what ``text.reading`` allows of a long request.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from vsr_extproc.core.request import NormalizedRequest, Role
+from vsr_extproc.core.reading import ReadingBudget, read
+from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import InlineSignal, Outcome
 from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
+from vsr_extproc.signals.texts import reading_budget
 
 TextScope = Literal["prompt", "user", "all"]
 
@@ -52,19 +56,12 @@ class KeywordEntry(SignalEntry):
         return self
 
 
-def request_text(request: NormalizedRequest, scope: TextScope) -> str:
-    if scope == "prompt":
-        return request.prompt
-    if scope == "user":
-        return request.text(Role.USER)
-    return request.text()
-
-
 class KeywordSignal(InlineSignal):
     family: ClassVar[str] = "keyword"
 
-    def __init__(self, entry: KeywordEntry) -> None:
+    def __init__(self, entry: KeywordEntry, budget: ReadingBudget) -> None:
         self.name = entry.name
+        self.budget = budget
         self.scope: TextScope = entry.scope
         self.require_all = bool(entry.all)
         flags = 0 if entry.case_sensitive else re.IGNORECASE
@@ -76,12 +73,14 @@ class KeywordSignal(InlineSignal):
         self.either = re.compile("|".join(f"(?:{p.pattern})" for p in self.patterns), flags)
 
     def evaluate_now(self, request: NormalizedRequest) -> Outcome:
-        text = request_text(request, self.scope)
+        reading = read(request, self.scope, self.budget)
+        # excerpts stay apart so that no phrase is made up across a gap
         if self.require_all:
-            found = sum(1 for pattern in self.patterns if pattern.search(text))
-            return Outcome.of(found == len(self.patterns), {"matched": found})
-        hit = self.either.search(text)
-        return Outcome.of(hit is not None, {"at": hit.start()} if hit else None)
+            found = sum(1 for pattern in self.patterns if any(map(pattern.search, reading.texts)))
+            value: dict[str, int] = {"matched": found, **reading.report}
+            return Outcome.of(found == len(self.patterns), value)
+        hit = any(map(self.either.search, reading.texts))
+        return Outcome.of(hit, reading.report or None)
 
 
 def _pattern(pattern: str, regex: bool, word_boundaries: bool) -> str:
@@ -93,7 +92,7 @@ def _pattern(pattern: str, regex: bool, word_boundaries: bool) -> str:
 
 
 def build(entry: KeywordEntry, resources: Resources) -> KeywordSignal:
-    return KeywordSignal(entry)
+    return KeywordSignal(entry, reading_budget(resources))
 
 
 FAMILY = SignalFamily(

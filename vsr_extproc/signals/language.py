@@ -23,9 +23,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.texts import TextScope, scoped_texts
+from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
+
+#: what the language detector reads: enough for its accuracy, and its time grows with it
+LANGUAGE_SAMPLE_CHARS = 2_000
 
 
 class LanguageEntry(AsyncSignalEntry):
@@ -68,8 +72,11 @@ class LanguageDetector:
 class LanguageSignal(AsyncSignal):
     family: ClassVar[str] = "language"
 
-    def __init__(self, entry: LanguageEntry, detector: LanguageDetector) -> None:
+    def __init__(
+        self, entry: LanguageEntry, detector: LanguageDetector, budget: ReadingBudget
+    ) -> None:
         self.name = entry.name
+        self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.languages = frozenset(code.lower() for code in entry.languages)
         self.wanted = entry.mode == "any_of"
@@ -78,13 +85,15 @@ class LanguageSignal(AsyncSignal):
         self.detector = detector
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        text = "\n".join(scoped_texts(evaluation.request, self.scope))
+        reading = scoped_reading(evaluation, self.scope, self.budget)
+        # a language shows in its first few sentences; lingua's time grows with the text
+        text = "\n".join(reading.texts)[:LANGUAGE_SAMPLE_CHARS]
 
         async def compute() -> tuple[str | None, float]:
-            return await run_cpu(self.detector.detect, text)
+            return await run_cpu(self.detector.detect, text, owner=evaluation)
 
         language, confidence = await evaluation.once(("language", self.scope), compute)
-        value = {"language": language, "confidence": round(confidence, 3)}
+        value = {"language": language, "confidence": round(confidence, 3), **reading.report}
         if language is None:
             return Outcome(False, 0.0, value)
         listed = language in self.languages
@@ -100,7 +109,7 @@ def build(entry: LanguageEntry, resources: Resources) -> LanguageSignal:
             f"signals.language {entry.name!r}: {', '.join(unknown)} not among text.languages"
         )
     detector: LanguageDetector = resources.get(("language", codes), lambda: LanguageDetector(codes))
-    return LanguageSignal(entry, detector)
+    return LanguageSignal(entry, detector, reading_budget(resources))
 
 
 FAMILY = SignalFamily("language", LanguageEntry, build, "the language of the request (lingua)")

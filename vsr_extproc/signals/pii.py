@@ -18,14 +18,17 @@ lists before the body is forwarded.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from typing import ClassVar
 
 from pydantic import Field
 
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.detectors import Finding, FindingType, find_pii
+from vsr_extproc.detectors import Finding, FindingType
+from vsr_extproc.detectors.pii import merge_phones, phones_at, pii_without_phones
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.texts import TextScope, scoped_texts
+from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
 
 
 class PiiEntry(AsyncSignalEntry):
@@ -43,15 +46,55 @@ class PiiEntry(AsyncSignalEntry):
     scope: TextScope = Field(default="all", description="which messages are read")
 
 
-def _scan(texts: list[str]) -> list[Finding]:
-    return [finding for text in texts for finding in find_pii(text)]
+PHONE_RUNS_PER_JOB = 16  # the phone matcher costs 1-3 ms a digit run: jobs of ~20-40 ms
+
+Run = tuple[int, tuple[int, int]]  # (which text, digit run)
+Phone = tuple[int, Finding]  # (which text, phone number)
+
+
+def _start(texts: tuple[str, ...]) -> tuple[list[list[Finding]], list[Run], list[Phone]]:
+    """The cheap detectors over every text, the digit runs left for the phone matcher,
+    and the phones of the first ``PHONE_RUNS_PER_JOB`` runs (all of them, usually)."""
+    findings: list[list[Finding]] = []
+    runs: list[Run] = []
+    for index, text in enumerate(texts):
+        found, candidates = pii_without_phones(text)
+        findings.append(found)
+        runs += [(index, run) for run in candidates]
+    return findings, runs[PHONE_RUNS_PER_JOB:], _phones(texts, runs[:PHONE_RUNS_PER_JOB])
+
+
+def _phones(texts: tuple[str, ...], runs: list[Run]) -> list[Phone]:
+    return [(index, phone) for index, run in runs for phone in phones_at(texts[index], (run,))]
+
+
+async def scan(texts: tuple[str, ...], owner: Hashable) -> list[Finding]:
+    """``find_pii`` over each text, in CPU jobs short enough to interleave fairly.
+
+    The cheap detectors and the first digit runs take one job; the phone matcher, whose
+    cost grows with the number of digit runs (a log or a spreadsheet has hundreds), takes
+    a further job per ``PHONE_RUNS_PER_JOB`` runs.
+    """
+    findings, runs, phones = await run_cpu(_start, texts, owner=owner)
+    for start in range(0, len(runs), PHONE_RUNS_PER_JOB):
+        batch = runs[start : start + PHONE_RUNS_PER_JOB]
+        phones += await run_cpu(_phones, texts, batch, owner=owner)
+    by_text: list[list[Finding]] = [[] for _ in texts]
+    for index, phone in phones:
+        by_text[index].append(phone)
+    return [
+        finding
+        for found, own in zip(findings, by_text, strict=True)
+        for finding in merge_phones(found, own)
+    ]
 
 
 class PiiSignal(AsyncSignal):
     family: ClassVar[str] = "pii"
 
-    def __init__(self, entry: PiiEntry) -> None:
+    def __init__(self, entry: PiiEntry, budget: ReadingBudget) -> None:
         self.name = entry.name
+        self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.types = frozenset(entry.types or FindingType)
         self.min_confidence = entry.min_confidence
@@ -59,11 +102,11 @@ class PiiSignal(AsyncSignal):
         self.scope: TextScope = entry.scope
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        texts = scoped_texts(evaluation.request, self.scope)
+        reading = scoped_reading(evaluation, self.scope, self.budget)
 
         async def compute() -> list[Finding]:
             # detection is CPU work: off the event loop, once per request and scope
-            return await run_cpu(_scan, texts)
+            return await scan(reading.texts, evaluation)
 
         findings = await evaluation.once(("pii", self.scope), compute)
         counted = [
@@ -72,11 +115,12 @@ class PiiSignal(AsyncSignal):
         counts = Counter(finding.type.value for finding in counted)
         matched = len(counted) >= self.min_findings
         confidence = max((f.confidence for f in counted), default=0.0)
-        return Outcome(matched, confidence if matched else 0.0, dict(sorted(counts.items())))
+        value: dict[str, int] = {**dict(sorted(counts.items())), **reading.report}
+        return Outcome(matched, confidence if matched else 0.0, value)
 
 
 def build(entry: PiiEntry, resources: Resources) -> PiiSignal:
-    return PiiSignal(entry)
+    return PiiSignal(entry, reading_budget(resources))
 
 
 FAMILY = SignalFamily(

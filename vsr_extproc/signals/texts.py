@@ -2,42 +2,42 @@
 
 Texts are taken per message, so the embedding cache works per message: a chat client that
 resends the whole history pays a forward pass only for the newest message. Within one
-request, every signal that embeds the same text awaits the same computation.
+request, every signal that embeds the same text awaits the same computation. What is read
+of a long request is bounded by the config's ``text.reading`` (``core.reading``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from vsr_extproc.core.request import NormalizedRequest, Role
+from vsr_extproc.core.reading import Reading, ReadingBudget, TextScope, read
 from vsr_extproc.core.signals import Evaluation
 from vsr_extproc.signals.base import Resources
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import ChunkEmbeddings, Embedder
 
-TextScope = Literal["prompt", "user", "conversation", "all"]
+__all__ = ["TextScope", "embed_texts", "reading_budget", "scoped_reading", "shared_embedder"]
 
 
-def scoped_texts(request: NormalizedRequest, scope: TextScope) -> list[str]:
-    """The texts a signal reads, one per message.
+def reading_budget(resources: Resources) -> ReadingBudget:
+    """The configured ``text.reading`` budget, for a signal to keep from its build."""
+    budget: ReadingBudget = resources.config.text.reading.budget()
+    return budget
+
+
+def scoped_reading(evaluation: Evaluation, scope: TextScope, budget: ReadingBudget) -> Reading:
+    """What a signal reads of its scope, one excerpt list per request, scope and budget.
 
     ``prompt``: the newest user message. ``user``: every user message. ``conversation``:
     user messages and tool results (where indirect injection arrives). ``all``: every
     message, the system prompt and assistant turns included.
     """
-    if scope == "prompt":
-        message = request.last_user_message
-        texts = [message.text] if message is not None else []
-    elif scope == "user":
-        texts = [m.text for m in request.messages_with(Role.USER)]
-    elif scope == "conversation":
-        texts = [m.text for m in request.messages_with(Role.USER, Role.TOOL)]
-    else:
-        texts = [m.text for m in request.messages]
-    return [text for text in texts if text.strip()]
+    return evaluation.memo(
+        ("reading", scope, budget), lambda: read(evaluation.request, scope, budget)
+    )
 
 
 def shared_embedder(resources: Resources) -> Embedder:
@@ -66,12 +66,16 @@ def shared_embedder(resources: Resources) -> Embedder:
 async def embed_texts(
     evaluation: Evaluation, embedder: Embedder, texts: Sequence[str]
 ) -> list[ChunkEmbeddings]:
-    """Chunk embeddings of each text, computed once per request whoever asks."""
+    """Chunk embeddings of each text, computed once per request whoever asks.
+
+    The request is the owner of the work it queues: the embedder serves the owner served
+    least first, so a request with many chunks cannot hold up one with few.
+    """
     results = []
     for text in texts:
 
         async def compute(text: str = text) -> ChunkEmbeddings:
-            return await embedder.chunks(text)
+            return await embedder.chunks(text, owner=evaluation)
 
         results.append(evaluation.once(("embedding", id(embedder), text), compute))
     return list(await asyncio.gather(*results))

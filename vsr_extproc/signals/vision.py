@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -102,11 +103,12 @@ class VisionRuntime:
         pixels = np.stack([self.encoder.preprocess(image) for image in images])
         return list(self.encoder.forward(pixels))
 
-    async def embed(self, key: str, image: DecodedImage) -> FloatArray:
+    async def embed(self, key: str, image: DecodedImage, owner: Hashable) -> FloatArray:
+        """The image's embedding, queued for ``owner`` (its request) when not cached."""
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        vector = await self.batcher.submit(image)
+        vector = await self.batcher.submit(image, owner=owner)
         self._cache.put(key, vector)
         return vector
 
@@ -232,7 +234,7 @@ class VisionSignal(AsyncSignal):
         digest = hashlib.blake2b(image.data(), digest_size=16).hexdigest()
 
         async def compute() -> FloatArray:
-            return await runtime.embed(digest, decoded)
+            return await runtime.embed(digest, decoded, evaluation)
 
         # keyed by content: the same image twice in one request is embedded once
         vector: FloatArray = await evaluation.once(("siglip", digest), compute)
