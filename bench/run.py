@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
     parser.add_argument("--samples", type=int, default=40, help="decisions per prompt size")
-    parser.add_argument("--only", choices=("routing", "text", "vision"), help="run one section")
+    parser.add_argument(
+        "--only", choices=("routing", "text", "fairness", "vision"), help="run one section"
+    )
     args = parser.parse_args(argv)
     print(f"vsr-extproc bench — {os.cpu_count()} CPUs, {args.duration:g} s per measurement")
     if args.only in (None, "vision"):
@@ -144,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         for label, runs in text_decisions(args.samples).items():
             print(describe(label, runs))
         if args.only == "text":
+            return 0
+    if args.only in (None, "fairness"):
+        from bench import fairness
+
+        print("\n== fairness: small requests beside 2 MB requests (processor's gRPC service)")
+        fairness.report(fairness.main(args.samples))
+        if args.only == "fairness":
             return 0
     print("\n== routing overhead: Envoy → stand-in upstream, deterministic signals only")
     numbers = routing_overhead(args.duration)
