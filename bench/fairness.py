@@ -41,9 +41,8 @@ def _small(rng: random.Random) -> tuple[bytes, str]:
     else:
         text, expected = rng.choice(ATTACKS), "block_jailbreak"
     prompt = f"{text} (ticket {rng.randrange(10**9)})"
-    return orjson.dumps({"model": "auto", "messages": [{"role": "user", "content": prompt}]}), (
-        expected
-    )
+    body = orjson.dumps({"model": "auto", "messages": [{"role": "user", "content": prompt}]})
+    return body, expected
 
 
 def _huge(rng: random.Random, sentences: list[str], size: int = 2 * 1024 * 1024) -> bytes:

@@ -427,6 +427,32 @@ def test_a_request_without_a_decision_is_recorded_as_what_happened(
     assert record.model is None
 
 
+def test_a_request_with_more_text_than_max_content_chars_keeps_no_content() -> None:
+    router = Router(load_policy(RULES_ONLY)[1])
+    raw = body(chat(user("Summarise this contract. " * 100)))
+    request = router.parse(raw, router.policy)
+    decision = asyncio.run(router.decide(request, router.policy))
+
+    def recorded(limit: int) -> ReplayRecord:
+        return make_record(
+            "x",
+            "req",
+            raw,
+            request,
+            decision,
+            keep_content=True,
+            max_content_chars=limit,
+            policy_fingerprint="p",
+        )
+
+    kept = recorded(len("Summarise this contract. " * 100))
+    assert kept.content is not None
+    omitted = recorded(1_000)
+    assert omitted.content is None
+    assert omitted.trace["content"] == "not kept: 2500 characters of text"
+    assert omitted.decision == kept.decision
+
+
 def test_replay_ids_are_unique_url_safe_and_sort_by_time() -> None:
     ids = [new_replay_id() for _ in range(2000)]
     assert len(set(ids)) == len(ids)

@@ -349,8 +349,8 @@ class EmbeddingConfig(Strict):
         default=0.0,
         ge=0,
         le=100,
-        description="how long queued texts wait for company on their trip to the model "
-        "thread; 0 = take what is queued",
+        description="how long a queued forward pass waits for company on its trip to the "
+        "model thread; 0 = take what is queued",
     )
 
     @model_validator(mode="after")

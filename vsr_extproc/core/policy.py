@@ -69,10 +69,8 @@ def requirements_of(request: NormalizedRequest) -> Requirements:
     if request.images:
         modalities.add(Modality.IMAGE)
     capabilities = {Capability.TOOLS} if request.tools else set()
-    chars = sum(len(part.text) for message in request.messages for part in message.texts)
-    return Requirements(
-        frozenset(modalities), frozenset(capabilities), estimate_tokens(chars, len(request.images))
-    )
+    tokens = estimate_tokens(request.text_chars, len(request.images))
+    return Requirements(frozenset(modalities), frozenset(capabilities), tokens)
 
 
 class ActionKind(StrEnum):

@@ -233,6 +233,11 @@ class NormalizedRequest:
         message = self.last_user_message
         return message.text if message is not None else ""
 
+    @property
+    def text_chars(self) -> int:
+        """Characters of text in every message (the size limits and estimates count these)."""
+        return sum(len(part.text) for message in self.messages for part in message.texts)
+
     def text(self, *roles: Role) -> str:
         """All text of the messages with the given roles (every role if none given)."""
         chosen = self.messages if not roles else self.messages_with(*roles)

@@ -74,7 +74,7 @@ def _check_redactable(decision: RoutingDecision, request: NormalizedRequest, lim
         return
     if not action.redact:
         return
-    size = sum(len(message.text) for message in request.messages)
+    size = request.text_chars
     if size > limit:
         raise RequestTooLarge(
             f"decision {decision.name!r} redacts personal data, and this request has {size} "

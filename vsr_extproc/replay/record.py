@@ -131,7 +131,7 @@ def make_record(
         trace = {"error": error} if error else {}
     content = None
     if keep_content and request is not None:
-        size = sum(len(message.text) for message in request.messages)
+        size = request.text_chars
         if max_content_chars is not None and size > max_content_chars:
             trace = {**trace, "content": f"not kept: {size} characters of text"}
         else:

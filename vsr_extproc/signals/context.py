@@ -41,8 +41,7 @@ class ContextSignal(InlineSignal):
         self.maximum = entry.max_tokens
 
     def evaluate_now(self, request: NormalizedRequest) -> Outcome:
-        chars = sum(len(part.text) for message in request.messages for part in message.texts)
-        tokens = estimate_tokens(chars, len(request.images))
+        tokens = estimate_tokens(request.text_chars, len(request.images))
         matched = tokens >= self.minimum and (self.maximum is None or tokens <= self.maximum)
         return Outcome.of(matched, {"tokens": tokens})
 
