@@ -101,10 +101,16 @@ def _parser() -> argparse.ArgumentParser:
     standin.set_defaults(run=_standin)
 
     evaluate = commands.add_parser(
-        "eval", help="measure a text signal on a development set; print and write a report"
+        "eval", help="measure a text signal on its evaluation sets; print and write a report"
     )
     evaluate.add_argument("task", choices=("domain", "pii", "jailbreak"))
     evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
+    evaluate.add_argument(
+        "--split",
+        choices=("dev", "test"),
+        default="test",
+        help="jailbreak: which frozen split of the public corpora (default: test)",
+    )
     evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
     evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))
     evaluate.add_argument("--runtime", choices=("torch", "onnxruntime"))
@@ -279,7 +285,9 @@ def _standin(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from vsr_extproc import eval as evaluation
 
-    report = evaluation.run(args.task, args.data, args.config, args.precision, args.runtime)
+    report = evaluation.run(
+        args.task, args.data, args.config, args.precision, args.runtime, args.split
+    )
     path = args.report or Path(f"eval-{args.task}.json")
     path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print(evaluation.summary(report))

