@@ -45,8 +45,9 @@ def test_benign_messages_heavy_with_personal_data_or_tokens_are_not_attacks(
 def test_every_benign_set_stays_under_two_percent_together(
     models: TextModels, rows: list[dict[str, Any]]
 ) -> None:
-    benign = [row for row in rows if row["label"] == "benign" and row["source"] not in ("tokens",)]
-    assert len(benign) > 300
+    """Every benign source of the test split together: at most 2 % (measured: 7 of 466)."""
+    benign = [row for row in rows if row["label"] == "benign"]
+    assert len(benign) > 400
     assert _flagged(models, benign).mean() <= 0.02
 
 
