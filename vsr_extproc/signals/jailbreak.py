@@ -278,19 +278,8 @@ def _revealing(text: str, found: set[str]) -> list[str]:
     return revealing
 
 
-def _hidden_cues(text: str, found: set[str]) -> bool:
-    """Whether a cue appears only once ``text`` is decoded."""
-    return bool(_revealing(text, found))
-
-
 def _cue_row(found: set[str], encoded: bool) -> list[float]:
     return [*(1.0 if group in found else 0.0 for group in CUE_GROUPS), float(encoded)]
-
-
-def cue_vector(text: str) -> np.ndarray:
-    """One 0/1 feature per cue group, plus one for cues found only inside an encoding."""
-    found = _cues(text)
-    return np.asarray(_cue_row(found, _hidden_cues(text, found)), dtype=np.float32)
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
@@ -613,8 +602,8 @@ class WordingScores:
     owners: np.ndarray
     partial: np.ndarray
     chunks: int
-    cues: tuple[tuple[str, ...], ...] = ()
-    evidence: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cues: tuple[tuple[str, ...], ...]
+    evidence: np.ndarray
 
     @classmethod
     def joined(cls, parts: list[WordingScores]) -> WordingScores:
