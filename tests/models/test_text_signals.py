@@ -336,18 +336,11 @@ async def test_a_long_text_goes_through_the_model_in_passes_of_about_equal_size(
 ) -> None:
     encoder = load_text_encoder()
     embedder = Embedder(encoder, max_batch=8, window_tokens=32, overlap_tokens=4)
-    passes: list[int] = []
-    original = encoder.forward
-
-    def spy(batch: Any) -> Any:
-        passes.append(len(batch))
-        return original(batch)
-
-    monkeypatch.setattr(encoder, "forward", spy)
+    log = PassLog(encoder, monkeypatch)
     text = "apple " * 520  # one token a word: (520 - 4) / (32 - 4) -> 19 chunks
     assert len(embedder.plan(text)) == 19
     embedded = await embedder.chunks(text)
-    assert passes == [7, 7, 5]  # not 8, 8, 3
+    assert log.sizes == [7, 7, 5]  # not 8, 8, 3
     assert embedded.count == 19
     await embedder.close()
 
@@ -358,11 +351,13 @@ class PassLog:
     def __init__(self, encoder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         self.original = encoder.forward
         self.passes: list[tuple[int, ...]] = []  # each pass's first window
+        self.sizes: list[int] = []  # each pass's number of windows
         self.started = threading.Event()
         monkeypatch.setattr(encoder, "forward", self)
 
     def __call__(self, batch: Any) -> Any:
         self.passes.append(batch[0])
+        self.sizes.append(len(batch))
         self.started.set()
         return self.original(batch)
 
