@@ -197,3 +197,87 @@ def test_empty_text(text: str) -> None:
 def test_language_is_left_open_when_the_markers_disagree() -> None:
     mixed = "x := 1\nconst y = 2;\nprint(x)\n"
     assert code_score(mixed).language is None
+
+
+def with_gutter(snippet: str, first: int = 1, separator: str = "  ") -> str:
+    """An editor's line numbers in front of every line, blank lines numbered too."""
+    return "\n".join(
+        f"{number}{separator}{line}"
+        for number, line in enumerate(snippet.splitlines(), start=first)
+    )
+
+
+@pytest.mark.parametrize(("language", "snippet"), CODE.items(), ids=CODE.keys())
+@pytest.mark.parametrize("separator", ["  ", " | ", " "])
+def test_a_line_number_gutter_does_not_hide_the_code(
+    language: str, snippet: str, separator: str
+) -> None:
+    plain = code_score(snippet)
+    numbered = code_score(with_gutter(snippet, first=118, separator=separator))
+    assert numbered.score >= 0.7, numbered
+    assert numbered.score == pytest.approx(plain.score, abs=0.05)
+    assert numbered.language == language
+
+
+def test_a_numbered_list_in_prose_is_not_a_gutter() -> None:
+    steps = "\n".join(
+        f"{n} {line}" for n, line in enumerate(NOT_CODE["prose"].splitlines(), start=1)
+    )
+    assert code_score(steps).score < 0.3
+
+
+def test_a_diff_reads_as_code() -> None:
+    diff = """diff --git a/app/models.py b/app/models.py
+index 3f2a1b4..8c9d0e1 100644
+--- a/app/models.py
++++ b/app/models.py
+@@ -12,7 +12,8 @@ class Order(Base):
+     id = Column(Integer, primary_key=True)
+-    total = Column(Float)
++    total = Column(Numeric(10, 2), nullable=False)
++    currency = Column(String(3), default="EUR")
+     def __repr__(self):
+-        return f"<Order {self.id}>"
++        return f"<Order {self.id} {self.total} {self.currency}>"
+"""
+    result = code_score(diff)
+    assert result.score >= 0.7, result
+    assert result.language == "python"
+
+
+def test_a_terminal_session_with_a_traceback_reads_as_code() -> None:
+    session = """$ python manage.py migrate
+Traceback (most recent call last):
+  File "/srv/app/manage.py", line 22, in <module>
+    main()
+  File "/srv/app/manage.py", line 18, in main
+    execute_from_command_line(sys.argv)
+django.db.utils.OperationalError: could not connect to server
+$ export DATABASE_URL=postgres://app@localhost/app
+>>> import os
+>>> os.environ.get("DATABASE_URL")
+In [3]: df.groupby("user_id").size()"""
+    assert code_score(session).score >= 0.5, code_score(session)
+
+
+BLOCKS_ENDING_IN_WORDS = {
+    "ruby": "require 'json'\n\nclass Cart\n  def total\n    items.sum do |item|\n"
+    "      item.price * item.quantity\n    end\n  end\nend\nputs Cart.new.total",
+    "lua": "local M = {}\nlocal function clamp(x, lo, hi)\n  if x < lo then\n    return lo\n"
+    "  end\n  return math.min(x, hi)\nend\nreturn M",
+    "elixir": "defmodule Greeter do\n  def hello(name) do\n    name\n    |> String.trim()\n"
+    "    |> IO.puts()\n  end\nend",
+    "scala": "object Main {\n  case class Point(x: Int, y: Int)\n  val origin = Point(0, 0)\n"
+    "  def norm(p: Point): Double = math.sqrt(p.x * p.x + p.y * p.y)\n}",
+    "perl": "use strict;\nuse warnings;\nmy $total = 0;\nsub add {\n  my ($x) = @_;\n"
+    "  $total += $x;\n}\nprint $total;",
+    "shell": '#!/bin/bash\nfor f in *.log\ndo\n  if [ -s "$f" ]; then\n    gzip "$f"\n  fi\n'
+    "done\necho finished",
+}
+
+
+@pytest.mark.parametrize(
+    "snippet", BLOCKS_ENDING_IN_WORDS.values(), ids=BLOCKS_ENDING_IN_WORDS.keys()
+)
+def test_languages_whose_blocks_end_in_words_read_as_code(snippet: str) -> None:
+    assert code_score(snippet).score >= 0.5, code_score(snippet)

@@ -496,3 +496,17 @@ def test_faker_values_are_found_and_faker_prose_is_clean() -> None:
     for index in range(50):
         paragraph = fakers[index % len(fakers)].paragraph(nb_sentences=6)
         assert find_pii(paragraph) == [], paragraph
+
+
+@pytest.mark.parametrize(
+    ("text", "date"),
+    [
+        ("3.Date ofbirth\n09/23/1998", "09/23/1998"),  # OCR dropped a space
+        ("Date of birth/Date de naissance\n16DEC1967", "16DEC1967"),  # a passport page
+        ("Dataurodzenia: 12.03.1980", "12.03.1980"),
+        ("Födelsedatum 1975-06-30", "1975-06-30"),
+    ],
+)
+def test_dates_of_birth_as_ocr_reads_cards_and_forms(text: str, date: str) -> None:
+    (finding,) = find_pii(text, {FindingType.DATE_OF_BIRTH})
+    assert text[finding.start : finding.end] == date

@@ -54,6 +54,15 @@ TOKENS = [
     ("jwt", JWT),
     ("private_key", PRIVATE_KEY),
     ("private_key", OPENSSH_KEY),
+    ("openai_key", "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5kL7nP9rS1uW3"),
+    ("openai_key", "sk-" + "T3BlbkFJ4eC39HqLyjWDarjtT1zdp7dc9Xk2"),
+    ("anthropic_key", "sk-ant-api03-" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5kL7nP9rS1uW3" + "AA"),
+    ("npm_token", "npm_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5"),
+    ("huggingface_token", "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH"),
+    (
+        "sendgrid_key",
+        "SG." + "aB3dE5gH7jK9mN1pQ3sT5v" + "." + "W7yZ9bC1eF3hJ5kL7nP9rS1uW3xY5zA7cE9gI1kM3oQ",
+    ),
 ]
 
 
@@ -134,6 +143,9 @@ def test_assignments_report_the_value(text: str, expected: list[tuple[str, str]]
         "The compass=north setting and bypass=enabled flag",
         "max_tokens = 4096",
         "the bearer of bad news",
+        "sk-learn is a common misspelling of scikit-learn",
+        "the task-runner and the desk-booking-service-v2 both restarted",
+        "hf_hub_download(repo_id=repo)",
     ],
 )
 def test_lookalikes_are_not_secrets(text: str) -> None:
@@ -174,3 +186,10 @@ def test_deeply_nested_jwt_payload_does_not_break_detection() -> None:
     payload = base64.urlsafe_b64encode(b"[" * 50_000).rstrip(b"=").decode()
     text = b64url({"alg": "none"}) + "." + payload + ".sig"
     assert [f.detail for f in find_secrets(text)] == ["jwt"]
+
+
+def test_an_azure_connection_string_reveals_its_account_key() -> None:
+    key = "Zm9vYmFyYmF6cXV4" * 5 + "AbCd=="
+    text = f"DefaultEndpointsProtocol=https;AccountName=prodlogs;AccountKey={key};EndpointSuffix=x"
+    (finding,) = find_secrets(text)
+    assert text[finding.start : finding.end] == key

@@ -9,6 +9,11 @@ lines broken mid-statement or merged, spaces inserted around punctuation):
 * the density of the punctuation code is made of (``{}()[];=<>``), rare in prose;
 * language markers (``self.``, ``console.log``, ``fmt.``, ``System.out``, ``std::``).
 
+What an editor, a terminal or a diff puts in front of each line is taken off first: a
+line-number gutter (numbers that count up down the left edge, as editors show by
+default), diff markers (``+``, ``-``), and prompts (``$ ``, ``>>> ``, ``In [3]:``). The
+line cues are anchored at the start of the code, not of the screen line.
+
 Lines that read as sentences (many words, mostly letters, no code shape) pull the score
 down, so prose, recipes ("2 cups (250 g) flour") and poetry stay low. The guessed language
 is given only when the text is code and one language's markers clearly lead.
@@ -16,6 +21,7 @@ is given only when the text is code and one language's markers clearly lead.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -57,9 +63,39 @@ _LINE_CUES = tuple(
         r"^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*=\s*[^=\s]",
         r"\b(?:self|this)\.\w|\bstd::|\bconsole\.\w|\bSystem\.\w|\bfmt\.\w",
         r"</?[a-z][a-z0-9]*(?:\s[^<>]*)?>",
+        # diffs and tracebacks, which screenshots of code often are
+        r"^\s*(?:export|set|setx|alias)\s+\w+=",
+        # Ruby, Lua, Elixir, Scala, Perl and shell, whose blocks end in words, not braces
+        r"^\s*(?:end|fi|done|esac|then|do|else)\s*$",
+        r"^\s*(?:local\s+(?:function\b|[\w, ]+=)|(?:lazy\s+)?val\s+\w+\s*(?::[^=]+)?=)",
+        r"^\s*(?:object|trait|case\s+class|sealed\s+trait|defmodule|defp|defmacro)\s+[\w.]+",
+        r"^\s*def\s+[\w?!.]+(?:\s*\(.*\))?\s*(?:do|=.*|\{)?\s*$",
+        r"^\s*(?:class|module)\s+[A-Z][\w:]*(?:\s*<\s*[\w:]+)?\s*$",
+        r"\|>|\bdo\s*\|[\w, ]+\||^\s*(?:require(?:_relative)?|puts|echo|printf)\s+\S",
+        r"^\s*(?:my|our)\s+[$@%]\w+|^\s*sub\s+\w+\s*\{|^\s*use\s+[\w:]+.*;\s*$",
+        r"^\s*(?:if|while|until|elif)\s+\[\[?\s|^\s*(?:for|select)\s+\w+\s+in\s",
+        # names only code writes: camelCase, snake_case, :atoms, $variables, @fields;
+        # Scala 3 and Lua block ends; Lisp, SQL, Haskell and Lua comments
+        r"(?<![\w.\-/])(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Za-z]+_[A-Za-z0-9_]+|[:$@][a-z_]\w*)\b",
+        r"^\s*end\b|^\s*(?:;;|--)\s",
+        # Lisps: Clojure, Scheme, Emacs Lisp
+        r"^\s*\((?:defn-?|defmacro|defun|define|def|ns|let|fn|lambda|require|cond|when)\s",
+        r"^(?:@@ -\d+(?:,\d+)? \+\d+|diff --git |index [0-9a-f]{7,}\.\.|--- a/|\+\+\+ b/)",
+        r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]+\", line \d+"
+        r"|at [\w.$<>]+\([\w.]*:?\d*\)|[\w.]*(?:Error|Exception)(?::|$))",
     )
 )
-_WORD = re.compile(r"[A-Za-z\u00c0-\u024f']+")
+# What a screen puts before the code on each line: a gutter number, with or without a
+# separator; a diff marker; a prompt (shell, Python, IPython, PowerShell, user@host).
+_GUTTER = re.compile(r"^\s*(\d{1,5})(?:\s*[|│¦:]\s?|\s+|$)")
+_DIFF_MARKER = re.compile(r"^[+\-](?![+\-]{2})")
+_PROMPT = re.compile(
+    r"^\s*(?:>>>|\.\.\.|In \[\d*\]:|Out\[\d*\]:|[$%]|(?:PS )?[A-Za-z]:\\[^>]*>"
+    r"|[\w.\-]+@[\w.\-]+(?::[^$#\s]*)?[$#])(?=\s|$)\s?"
+)
+_MARGIN_SHARE = 0.5
+# a word of prose: not part of an identifier (snake_case, dotted.name, a call)
+_WORD = re.compile(r"(?<![\w.])[A-Za-z\u00c0-\u024f']+(?![\w(]|\.\w)")
 _CODE_PUNCTUATION = frozenset("{}()[];=<>")
 _SENTENCE_END = re.compile(r"[.!?:,\"')]\s*$")
 
@@ -131,6 +167,45 @@ def _language(text: str) -> str | None:
     return None
 
 
+def _without_gutter(lines: list[str]) -> list[str]:
+    """``lines`` without their line numbers, when most start with a number and the numbers
+    mostly count up (a numbered list in prose is "1." or "1)", which is not a gutter)."""
+    numbers = [_GUTTER.match(line) for line in lines]
+    found = [int(match.group(1)) for match in numbers if match]
+    if len(found) < 3 or len(found) < _MARGIN_SHARE * len(lines):
+        return lines
+    rising = sum(later > earlier for earlier, later in itertools.pairwise(found))
+    if rising < 0.7 * (len(found) - 1):
+        return lines
+    return [
+        line[match.end() :] if match else line for line, match in zip(lines, numbers, strict=True)
+    ]
+
+
+def _without_markers(lines: list[str]) -> list[tuple[str, bool]]:
+    """``lines`` without diff markers (when many lines carry one) and prompts, each with
+    whether a prompt stood before it (what follows a prompt is a command: code)."""
+    marked = sum(_DIFF_MARKER.match(line) is not None for line in lines)
+    if marked >= 3 and marked >= 0.3 * len(lines):
+        lines = [_DIFF_MARKER.sub("", line) for line in lines]
+    stripped = []
+    for line in lines:
+        prompt = _PROMPT.match(line)
+        stripped.append((line[prompt.end() :], True) if prompt else (line, False))
+    return stripped
+
+
+def screen_lines(text: str) -> list[tuple[str, bool]]:
+    """The non-blank lines of ``text`` with what a screen adds in front of code removed,
+    each with whether it followed a prompt."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [
+        (line, prompted)
+        for line, prompted in _without_markers(_without_gutter(lines))
+        if line.strip()
+    ]
+
+
 def code_score(text: str) -> CodeScore:
     """Score ``text`` in [0, 1] for being source code; >= 0.5 reads as code.
 
@@ -138,19 +213,21 @@ def code_score(text: str) -> CodeScore:
     6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
     share of sentence-like lines.
     """
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
+    screen = screen_lines(text)
+    if not screen:
         return CodeScore(0.0, None, 0)
+    lines = [line for line, _ in screen]
     code_lines = strong_lines = prose_lines = 0
-    for line in lines:
-        cues = _line_cues(line)
+    for line, prompted in screen:
+        cues = _line_cues(line) + prompted
         if _is_prose_line(line, cues):
             prose_lines += 1
         elif cues:
             code_lines += 1
             strong_lines += cues >= 2
-    visible = sum(not char.isspace() for char in text) or 1
-    punctuation = sum(char in _CODE_PUNCTUATION for char in text) / visible
+    body = "\n".join(lines)
+    visible = sum(not char.isspace() for char in body) or 1
+    punctuation = sum(char in _CODE_PUNCTUATION for char in body) / visible
     score = (
         0.6 * code_lines / len(lines)
         + 0.25 * min(1.0, punctuation / 0.06)
@@ -158,5 +235,5 @@ def code_score(text: str) -> CodeScore:
         - 0.4 * prose_lines / len(lines)
     )
     score = round(min(1.0, max(0.0, score)), 3)
-    language = _language(text[:_LANGUAGE_SAMPLE]) if score >= _LANGUAGE_FLOOR else None
+    language = _language(body[:_LANGUAGE_SAMPLE]) if score >= _LANGUAGE_FLOOR else None
     return CodeScore(score, language, len(lines))

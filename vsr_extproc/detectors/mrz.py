@@ -13,9 +13,14 @@ OCR of a document photo is noisy, so before verifying we repair what the layout 
   dates and check digits, the reverse in country codes, sex and names;
 * a document number or optional data whose check fails may swap one confusable character
   (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6) when that makes both its own and the composite check pass;
-* a line whose length is off by up to two has its longest filler run padded or trimmed
-  (OCR miscounts long runs of ``<``);
-* a line may arrive split over several OCR lines, or both lines joined into one.
+* a line whose length is off has its longest filler run padded or trimmed (OCR miscounts
+  long runs of ``<`` by any amount; a run carries nothing but its length, and the check
+  digits after it must still pass);
+* a line may arrive split over several OCR lines, both lines joined into one, or joined
+  with text from the next column;
+* the name line has no check digit: when OCR lost or garbled it, the other lines still
+  prove the document if every one of their checks passes (the match then leaves the
+  document type and issuing country empty).
 
 ``MrzMatch`` exposes only the layout, document type, issuing country and check results, so
 it can be logged; the holder's name and numbers are reachable only through ``fields()``.
@@ -23,6 +28,7 @@ it can be logged; the holder's name and numbers are reachable only through ``fie
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,8 +50,14 @@ _OCR_FILLERS = str.maketrans({"«": "<<", "‹": "<", "(": "<", "[": "<", "{": "
 _WHITESPACE = re.compile(r"\s+")
 _TEXT_LINE = re.compile(r"[^\r\n]+")
 _LENGTH_TOLERANCE = 2
+_LONG_RUN = 3
 _MAX_FRAGMENTS = 6
 _MIN_FRAGMENT = 5
+# words of MRZ characters as OCR writes them, separated by single spaces
+_MRZ_STRETCH = re.compile(r"[A-Z0-9<«‹(\[{]+(?: [A-Z0-9<«‹(\[{]+)*")
+_MIN_MERGED = 20
+_LOWER_WORD = re.compile(r"[a-z]{2,}")
+_UPPER_WORD = re.compile(r"[A-Z][A-Z0-9<]{4,}")
 
 
 def check_digit(field_text: str) -> int:
@@ -169,8 +181,8 @@ class MrzMatch:
     start: int
     end: int
     format: str  # "td1", "td2" or "td3"
-    document_type: str  # "P", "ID", "I"...: the document code without fillers
-    issuing_country: str  # ICAO code without fillers: "D", "UTO", "GBR"
+    document_type: str  # "P", "ID", "I"...: the code without fillers; "" if the name line was lost
+    issuing_country: str  # ICAO code without fillers: "D", "UTO", "GBR"; "" likewise
     valid: bool  # every check digit passes after OCR repair
     checks: dict[str, bool] = field(hash=False)
     _rows: tuple[str, ...] = field(repr=False, compare=False, hash=False)
@@ -222,18 +234,17 @@ def _fillers_for_k(chars: str) -> str:
 
 
 def _fragments(text: str) -> Iterator[list[_Fragment]]:
-    """Runs of consecutive text lines that read as MRZ characters after clean-up."""
+    """Runs of consecutive text lines that read as MRZ characters after clean-up. A line
+    that OCR merged with text beside it (a caption in the next column) contributes its
+    MRZ part: the longest stretch of upper-case words that holds a filler."""
     run: list[_Fragment] = []
     for line in _TEXT_LINE.finditer(text):
         content = line.group()
         if not content.strip():
             continue  # blank lines between MRZ lines do not break the run
-        chars = _WHITESPACE.sub("", content.upper().translate(_OCR_FILLERS))
-        has_filler_or_digits = "<" in chars or sum(char.isdigit() for char in chars) >= 3
-        if len(chars) >= _MIN_FRAGMENT and has_filler_or_digits and _MRZ_LINE.fullmatch(chars):
-            stripped_start = line.start() + len(content) - len(content.lstrip())
-            stripped_end = line.start() + len(content.rstrip())
-            run.append(_Fragment(stripped_start, stripped_end, _fillers_for_k(chars)))
+        fragment = _mrz_fragment(content, line.start())
+        if fragment is not None:
+            run.append(fragment)
         elif run:
             yield run
             run = []
@@ -241,19 +252,65 @@ def _fragments(text: str) -> Iterator[list[_Fragment]]:
         yield run
 
 
+def _mrz_fragment(content: str, offset: int) -> _Fragment | None:
+    # a lower-case word beside upper-case text is another column's; a line all in lower
+    # case (or with a stray lower-case letter) is OCR's reading of the MRZ itself
+    merged = _LOWER_WORD.search(content) is not None and _UPPER_WORD.search(content) is not None
+    chars = None if merged else _mrz_chars(content)
+    if chars is not None:
+        start = offset + len(content) - len(content.lstrip())
+        return _Fragment(start, offset + len(content.rstrip()), chars)
+    # merged with other text: of the stretches of whole upper-case words that hold a
+    # filler, the one closest in length to an MRZ line
+    best: tuple[int, _Fragment] | None = None
+    for stretch in _MRZ_STRETCH.finditer(content):
+        words = list(re.finditer(r"\S+", stretch.group()))
+        for first, last in itertools.combinations_with_replacement(range(len(words)), 2):
+            low, high = stretch.start() + words[first].start(), stretch.start() + words[last].end()
+            chars = _mrz_chars(content[low:high])
+            if chars is None or "<" not in chars or len(chars) < _MIN_MERGED:
+                continue
+            distance = min(abs(len(chars) - layout.width) for layout in _LAYOUTS)
+            if best is None or distance < best[0]:
+                best = (distance, _Fragment(offset + low, offset + high, chars))
+    return None if best is None else best[1]
+
+
+def _mrz_chars(content: str) -> str | None:
+    """``content`` as MRZ characters (fillers repaired, whitespace dropped), or None."""
+    chars = _WHITESPACE.sub("", content.upper().translate(_OCR_FILLERS))
+    has_filler_or_digits = "<" in chars or sum(char.isdigit() for char in chars) >= 3
+    if len(chars) >= _MIN_FRAGMENT and has_filler_or_digits and _MRZ_LINE.fullmatch(chars):
+        return _fillers_for_k(chars)
+    return None
+
+
 def _fit_width(row: str, width: int) -> tuple[str, int] | None:
-    """``row`` padded or trimmed to ``width`` in its longest filler run, with the change."""
+    """``row`` brought to ``width`` by lengthening or shortening its longest filler run,
+    with the size of the change.
+
+    OCR miscounts long runs of ``<`` by any amount (a 19-filler tail read as 9), and a run
+    carries no information but its length: a check digit that depends on the positions
+    after it still has to pass, and the name line has none. So a run of three or more
+    fillers may absorb any difference up to half the width; a shorter run, only two
+    characters (a single ``<`` dropped or doubled inside a field). A row with no run left
+    to shorten, or none at all, is padded at its end.
+    """
     delta = len(row) - width
     if delta == 0:
         return row, 0
-    if abs(delta) > _LENGTH_TOLERANCE:
+    if abs(delta) > width // 2:
         return None
     runs = [match for match in re.finditer(r"<+", row) if len(match.group()) > delta]
-    if not runs:
-        return None
-    longest = max(runs, key=lambda match: (len(match.group()), match.start()))
-    fitted = row[: longest.start()] + "<" * (len(longest.group()) - delta) + row[longest.end() :]
-    return fitted, abs(delta)
+    if runs:
+        longest = max(runs, key=lambda match: (len(match.group()), match.start()))
+        if abs(delta) <= _LENGTH_TOLERANCE or len(longest.group()) >= _LONG_RUN:
+            kept = len(longest.group()) - delta
+            fitted = row[: longest.start()] + "<" * kept + row[longest.end() :]
+            return fitted, abs(delta)
+    if delta < 0 and "<" in row:
+        return row + "<" * -delta, -delta
+    return None
 
 
 def _row_splits(fragments: Sequence[_Fragment], layout: _Layout) -> Iterator[tuple[list[str], int]]:
@@ -373,31 +430,68 @@ def _without_fillers(value: str) -> str:
     return value.replace("<", "")
 
 
-def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, int, int], MrzMatch]]:
+def _readings(
+    fragments: Sequence[_Fragment], layout: _Layout
+) -> Iterator[tuple[list[str], int, bool]]:
+    """Rows of ``layout`` from ``fragments``, with the length change, and whether the name
+    line was missing. The name line (the first of TD2 and TD3, the last of TD1) carries no
+    check digit: when OCR lost or garbled it, the other lines' check digits still prove
+    the document, so a reading without it is tried too (and kept only if every check
+    passes)."""
+    for rows, change in _row_splits(fragments, layout):
+        yield rows, change, False
+    checked = dataclasses.replace(layout, rows=layout.rows - 1)
+    name_row = layout.name_slice.row
+    for rows, change in _row_splits(fragments, checked):
+        nationality = layout.slices["nationality"]
+        if layout.rows == 2:
+            country = rows[0][nationality.start : nationality.end]
+            stand_in = (layout.document_types[0] + "<" + country).ljust(layout.width, "<")
+        else:
+            stand_in = "<" * layout.width
+        yield [*rows[:name_row], stand_in, *rows[name_row:]], change, True
+
+
+def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], MrzMatch]]:
     for first in range(len(run)):
         for last in range(first, min(len(run), first + _MAX_FRAGMENTS)):
             fragments = run[first : last + 1]
             for layout in _LAYOUTS:
-                for rows, change in _row_splits(fragments, layout):
+                for rows, change, partial in _readings(fragments, layout):
                     verified = _verify(rows, layout)
                     if verified is None:
                         continue
                     repaired, checks = verified
+                    valid = all(checks.values())
+                    if partial and not valid:
+                        continue
+                    read = {
+                        name: "" if partial else _without_fillers(piece.read(repaired))
+                        for name, piece in layout.slices.items()
+                        if name in ("document_type", "issuing_country")
+                    }
                     match = MrzMatch(
                         start=fragments[0].start,
                         end=fragments[-1].end,
                         format=layout.name,
-                        document_type=_without_fillers(
-                            layout.slices["document_type"].read(repaired)
-                        ),
-                        issuing_country=_without_fillers(
-                            layout.slices["issuing_country"].read(repaired)
-                        ),
-                        valid=all(checks.values()),
+                        document_type=read["document_type"],
+                        issuing_country=read["issuing_country"],
+                        valid=valid,
                         checks=checks,
                         _rows=tuple(repaired),
                     )
-                    yield (sum(checks.values()), -change, -len(fragments)), match
+                    # a complete, valid reading first, then the one with the fewest length
+                    # fixes (a TD2 line padded to TD3 width passes TD3's checks too)
+                    fixes = -change if valid else 0
+                    rank = (
+                        valid,
+                        not partial,
+                        fixes,
+                        sum(checks.values()),
+                        -change,
+                        -len(fragments),
+                    )
+                    yield rank, match
 
 
 def find_mrz(text: str) -> list[MrzMatch]:

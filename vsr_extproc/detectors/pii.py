@@ -509,19 +509,26 @@ for _number, _names in enumerate(
     _MONTHS.update(dict.fromkeys(_names.split(), _number))
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 
+# OCR of a card or form often drops the spaces between words ("Date ofbirth"), so the
+# labels match with or without them
 _DOB_CONTEXT = re.compile(
-    r"(?i)\b(?:born|date of birth|birth ?date|d\.?o\.?b|birthday|geboren|geburtsdatum|"
-    r"geburtstag|geb|née?|date de naissance|fecha de nacimiento)(?![A-Za-z])"
+    r"(?i)\b(?:born|date\s*of\s*birth|birth\s*date|d\.?o\.?b|birthday|geboren|geburtsdatum|"
+    r"geburtstag|geb|née?|date\s*de\s*naissance|fecha\s*de\s*nacimiento|data\s*di\s*nascita|"
+    r"data\s*de\s*nascimento|geboortedatum|data\s*urodzenia|f[öo]delsedatum|syntym[äa]aika|"
+    r"do[ğg]um\s*tarihi)(?![A-Za-z])"
 )
 _DATE_YMD = re.compile(r"(?<![\d.])(\d{4})([\-/.])(\d{1,2})\2(\d{1,2})(?![\d]|\.\d)")
 _DATE_DMY = re.compile(r"(?<![\d.])(\d{1,2})([\-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d]|\.\d)")
 _DATE_DAY_MONTH = re.compile(
-    rf"(?i)(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\.?\s+(?:of\s+)?({_MONTH})\.?,?\s+(\d{{4}})(?!\d)"
+    rf"(?i)(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\.?\s*(?:of\s+)?({_MONTH})\.?,?\s*(\d{{4}})(?!\d)"
 )
 _DATE_MONTH_DAY = re.compile(
     rf"(?i)\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)"
 )
-_DOB_HINTS = ("born", "birth", "dob", "d.o.b", "geb", "née", "né ", "naissance", "nacimiento")
+_DOB_HINTS = (
+    "born", "birth", "dob", "d.o.b", "geb", "née", "né ", "naissance", "nacimiento", "nascita",
+    "nascimento", "urodzenia", "delsedatum", "syntym", "tarihi",
+)  # fmt: skip
 _DOB_AFTER_CONTEXT = 40
 _DOB_BEFORE_CONTEXT = 25
 _LONGEST_DATE = 32  # "22nd of September, 1985" and the like, with room to spare

@@ -65,6 +65,14 @@ _TOKEN_FORMATS = (
     _token("google_api_key", "AIza", 4, r"[0-9A-Za-z_\-]{35}" + _AFTER_TOKEN, 0.95),
     _token("stripe_key", "(?:sk|rk)_live_", 8, r"[0-9A-Za-z]{16,247}" + _AFTER_TOKEN, 0.97),
     _token("stripe_test_key", "sk_test_", 8, r"[0-9A-Za-z]{16,247}" + _AFTER_TOKEN, 0.7),
+    _token("anthropic_key", "sk-ant-(?:api|admin)\\d\\d-", 14, r"[A-Za-z0-9_\-]{40,}", 0.97),
+    _token("openai_key", "sk-(?:proj|svcacct|admin)-", 8, r"[A-Za-z0-9_\-]{20,}", 0.95),
+    _token("openai_key", "sk-", 3, r"(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{32,}" + _AFTER_TOKEN, 0.9),
+    _token("npm_token", "npm_", 4, r"[A-Za-z0-9]{36}" + _AFTER_TOKEN, 0.9),
+    _token("huggingface_token", "hf_", 3, r"[A-Za-z]{34}" + _AFTER_TOKEN, 0.9),
+    _token(
+        "sendgrid_key", "SG\\.", 3, r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _AFTER_TOKEN, 0.95
+    ),
 )
 
 # Secrets recognised by the key they are assigned to; the value is group "value".
@@ -79,7 +87,7 @@ _URL_CREDENTIALS = re.compile(
 
 _KEY_KINDS = (
     ("password", r"passwor[dt]|passwd|pwd|pass|passphrase|kennwort"),
-    ("api_key", r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key"),
+    ("api_key", r"api[_\-]?key|apikey|api[_\-]?secret|access[_\-]?key|account[_\-]?key"),
     ("private_key", r"private[_\-]?key"),
     ("secret", r"client[_\-]?secret|secret[_\-]?key|secret"),
     ("token", r"(?:access|auth|api|refresh|bearer|session)?[_\-]?token"),
