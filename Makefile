@@ -76,6 +76,11 @@ demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and st
 bench: $(STAMP) ## latency and throughput benchmarks (prints the README's numbers)
 	$(BIN)/python -m bench.run
 
+.PHONY: eval-images
+eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test)
+	mkdir -p .reports
+	$(BIN)/vsr-extproc eval images --split $(or $(SPLIT),test) --report .reports/eval-images-$(or $(SPLIT),test).json
+
 .PHONY: parity
 parity: $(STAMP) ## the vision parity gate on a real checkpoint: make parity MODEL=google/siglip-base-patch16-224
 	$(BIN)/vsr-extproc parity --model $(MODEL) --images tests/data/parity --precision $(or $(PRECISION),fp32)

@@ -101,15 +101,15 @@ def _parser() -> argparse.ArgumentParser:
     standin.set_defaults(run=_standin)
 
     evaluate = commands.add_parser(
-        "eval", help="measure a text signal on its evaluation sets; print and write a report"
+        "eval", help="measure a signal on its evaluation sets; print and write a report"
     )
-    evaluate.add_argument("task", choices=("domain", "pii", "jailbreak"))
+    evaluate.add_argument("task", choices=("domain", "pii", "jailbreak", "images"))
     evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
     evaluate.add_argument(
         "--split",
         choices=("dev", "test"),
         default="test",
-        help="jailbreak: which frozen split of the public corpora (default: test)",
+        help="jailbreak, images: which frozen split (default: test)",
     )
     evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
     evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))

@@ -27,6 +27,8 @@ from vsr_extproc.runtime.ocr import (
     OcrEngine,
     OcrLine,
     OcrResult,
+    OcrStopped,
+    mrz_band,
     normalise,
     prepare,
     reading_order,
@@ -255,6 +257,101 @@ def test_ocr_stops_at_its_budget_and_says_so() -> None:
     assert "OCR stopped at its 1 ms budget" in result.error
 
 
+def _stop_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, boxes: int) -> None:
+    """Make OCR run out of time after recognising ``boxes`` text boxes."""
+    recognise = engine._recognise
+    done: list[int] = []
+
+    def limited(crop: Any) -> tuple[str, float]:
+        if len(done) >= boxes:
+            raise OcrStopped
+        done.append(1)
+        return recognise(crop)
+
+    monkeypatch.setattr(engine, "_recognise", limited)
+
+
+def test_a_budget_that_runs_out_keeps_the_secret_already_read(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _engine(router)
+    order: list[str] = []
+    recognise = engine._recognise
+
+    def recording(crop: Any) -> tuple[str, float]:
+        text, confidence = recognise(crop)
+        order.append(text)
+        return text, confidence
+
+    monkeypatch.setattr(engine, "_recognise", recording)
+    whole = engine.read(Image.open(IMAGES / "code_with_key.png"))
+    monkeypatch.undo()
+    assert whole.complete
+    assert "AKIA" in whole.text
+    # stop right after the box with the key, in the order OCR reads them
+    enough = next(i for i, text in enumerate(order) if "AKIA" in text) + 1
+    assert enough < whole.boxes
+    _stop_after(engine, monkeypatch, enough)
+    decision = _decide(router, _fresh_png("code_with_key.png", 11))
+    secrets = decision.results["image_text.secrets_in_screenshot"]
+    assert secrets.matched
+    assert secrets.error is None
+    (report,) = secrets.value["images"]
+    assert report["complete"] is False
+    assert report["read"] == f"{enough}/{whole.boxes} text boxes"
+    assert report["findings"] == {"aws_access_key": 1}
+    # no MRZ-shaped box went unread, so "no MRZ" is an answer, not a failure
+    mrz = decision.results["image_text.passport_mrz"]
+    assert mrz.error is None
+    assert not mrz.matched
+
+
+def test_a_passport_mrz_is_read_before_the_rest_of_the_page(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _engine(router)
+    whole = engine.read(Image.open(IMAGES / "passport_photo.jpg"))
+    assert 2 <= whole.mrz_boxes < whole.boxes
+    _stop_after(engine, monkeypatch, whole.mrz_boxes)
+    decision = _decide(router, _fresh_png("passport_photo.jpg", 12))
+    mrz = decision.results["image_text.passport_mrz"]
+    assert mrz.matched, mrz
+    (report,) = mrz.value["images"]
+    assert report["complete"] is False
+    assert report["mrz"] == [{"format": "td3", "valid": True}]
+
+
+def test_finding_nothing_in_part_of_an_image_still_fails_the_other_detections(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stop_after(_engine(router), monkeypatch, 2)
+    decision = _decide(router, _fresh_png("code_clean.png", 13))
+    pii = decision.results["image_text.personal_data_in_image"]
+    assert not pii.matched
+    assert pii.error is not None
+    assert "budget" in pii.error
+
+
+def test_the_mrz_band_is_two_or_three_equal_rows_and_prose_has_none() -> None:
+    def quad(x0: float, y0: float, x1: float, y1: float) -> Any:
+        import numpy as np
+
+        return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32)
+
+    page = [
+        quad(40, 40, 300, 70),  # a title
+        quad(40, 100, 900, 130),  # prose lines of different lengths
+        quad(40, 140, 700, 170),
+        quad(40, 600, 960, 640),  # the MRZ: two rows of the same length
+        quad(42, 655, 958, 695),
+    ]
+    assert mrz_band(page) == [3, 4]
+    assert mrz_band(page[:3]) == []
+    # a line split by OCR into two boxes still makes one row
+    split = [*page[:3], quad(40, 600, 500, 640), quad(510, 600, 960, 640), page[4]]
+    assert mrz_band(split) == [3, 4, 5]
+
+
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
@@ -343,6 +440,37 @@ def test_reading_order_joins_rows_and_keeps_tilted_mrz_lines_apart() -> None:
         ["P<UTOMUSTERMANN"],
         ["C01X00T478"],
     ]
+
+
+def test_reading_order_keeps_the_lines_of_a_page_rotated_seven_degrees_apart() -> None:
+    # 900 px lines 60 px apart, tilted 7°: each axis-aligned box is 150 px tall, the
+    # text in it 40 px
+    first = OcrLine("I<CANLOPEZ<<JESSICA", (50, 500, 950, 650), 0.9, height=40)
+    second = OcrLine("0YZ1SFH4T0CAN6712167", (50, 560, 950, 710), 0.9, height=40)
+    rows = reading_order([second, first])
+    assert [[line.text for line in row] for row in rows] == [[first.text], [second.text]]
+
+
+def test_an_ide_file_tree_is_read_as_its_own_column() -> None:
+    tree = [_line(name, 10, 100 + 30 * i, 120, 120 + 30 * i) for i, name in enumerate("abcd")]
+    code = [
+        _line(f"{n} x = {n}", 300, 100 + 30 * i, 600, 120 + 30 * i) for i, n in enumerate("1234")
+    ]
+    rows = reading_order([*code, *tree])
+    assert [[line.text for line in row] for row in rows] == [
+        ["a"],
+        ["b"],
+        ["c"],
+        ["d"],
+        ["1 x = 1"],
+        ["2 x = 2"],
+        ["3 x = 3"],
+        ["4 x = 4"],
+    ]
+    # a label and its value, one text height apart, stay one row
+    form = [_line("Name:", 10, 100 + 30 * i, 80, 120 + 30 * i) for i in range(4)]
+    value = [_line("Ann", 100, 100 + 30 * i, 160, 120 + 30 * i) for i in range(4)]
+    assert all(len(row) == 2 for row in reading_order([*form, *value]))
 
 
 def test_recogniser_quirks_are_normalised_for_the_detectors() -> None:

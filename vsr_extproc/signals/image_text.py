@@ -13,6 +13,8 @@
         - name: personal_data_in_image
           detect: pii
           types: [email, phone, card, iban, ssn, date_of_birth]
+        - name: document_photo
+          detect: document              # a personal document without an MRZ
 
 Each inspected image (the first ``images.max_images``) is decoded and OCR'd at most once
 per request, whichever signals ask, and only when a referenced ``image_text`` signal
@@ -23,16 +25,25 @@ resends its images on every turn), in a small in-memory LRU that is never logged
 
 The signal matches when any image yields a finding. Its value lists, per image, its
 index, what was found (counts by type or kind, MRZ format and validity, code score and
-language), ``ocr_ms`` and the number of ``lines`` — never the text, a value or a secret.
+language), ``ocr_ms``, the number of ``lines`` and, when OCR was cut short, how many of
+the text boxes it found were read — never the text, a value or a secret.
+
+``detect: document`` finds personal documents without a machine-readable zone (driving
+licences, ID card fronts, bank statements, medical forms): the text must hold an
+identifying value (a date of birth, an ID or passport number, an IBAN, a card number, an
+SSN, an MRZ) and read as a form — mostly short lines, not prose and not code.
 An image that fails to decode or to OCR is reported with its reason while the others are
 evaluated; when every image fails, the signal fails with those reasons and the rule's
-``on_error`` applies. OCR cut short by its budget still counts what it read; if that was
-nothing, the image counts as failed.
+``on_error`` applies. OCR cut short by its budget still counts what it read: a finding
+made stands. Finding nothing in part of an image fails that image, except for ``mrz``
+once every text box shaped like a machine-readable zone was read (OCR reads those first),
+so a slow page of prose or a spreadsheet is not mistaken for a passport by ``on_error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -51,19 +62,21 @@ if TYPE_CHECKING:
     from vsr_extproc.runtime.images import ImageLimits
     from vsr_extproc.runtime.ocr import OcrEngine, OcrResult
 
-Detect = Literal["mrz", "pii", "secrets", "code"]
+Detect = Literal["mrz", "pii", "secrets", "code", "document"]
 
 # which options belong to which kind of detection
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "types": ("pii",),
-    "min_confidence": ("pii", "secrets"),
+    "min_confidence": ("pii", "secrets", "document"),
     "min_score": ("code",),
     "require_valid": ("mrz",),
 }
 
 
 class ImageTextEntry(AsyncSignalEntry):
-    detect: Detect = Field(description="what to look for in the OCR text: mrz, pii, secrets, code")
+    detect: Detect = Field(
+        description="what to look for in the OCR text: mrz, pii, secrets, code, document"
+    )
     types: tuple[FindingType, ...] = Field(
         default=(), description="pii: finding types that count; empty = every type"
     )
@@ -107,6 +120,9 @@ class ImageText:
     ocr_ms: float
     complete: bool
     cached: bool = False
+    boxes: int = 0  # text boxes found
+    read: int = 0  # of them recognised (all of them when complete)
+    mrz_read: bool = True  # every box that could hold an MRZ was recognised
 
 
 class ImageReader:
@@ -128,7 +144,7 @@ class ImageReader:
             key = await run_cpu(image.digest, owner=evaluation)
             cached = self._cache.get(key)
             if cached is not None:
-                return ImageText(cached.text, cached.lines, cached.ocr_ms, True, cached=True)
+                return dataclasses.replace(cached, cached=True)
             try:
                 result = await self.engine.read_async(
                     decoded.image,
@@ -152,7 +168,13 @@ class ImageReader:
 
 def _image_text(result: OcrResult) -> ImageText:
     return ImageText(
-        result.text, len(result.lines), round(result.seconds * 1000, 1), result.complete
+        result.text,
+        len(result.lines),
+        round(result.seconds * 1000, 1),
+        result.complete,
+        boxes=result.boxes,
+        read=result.read,
+        mrz_read=result.mrz_read,
     )
 
 
@@ -196,7 +218,21 @@ class TextDetector:
             return self._mrz(text)
         if self.detect == "code":
             return self._code(text)
+        if self.detect == "document":
+            return self._document(text)
         return self._findings(text)
+
+    def _document(self, text: str) -> Detected:
+        found = [
+            finding
+            for finding in find_pii(text, _IDENTIFYING)
+            if finding.confidence >= self.min_confidence
+        ]
+        form = _reads_as_form(text)
+        kinds = sorted({finding.type.value for finding in found})
+        matched = bool(found) and form
+        confidence = max((finding.confidence for finding in found), default=0.0) if form else 0.0
+        return Detected(matched, confidence, {"document": {"identifying": kinds, "form": form}})
 
     def _mrz(self, text: str) -> Detected:
         zones = [
@@ -230,6 +266,29 @@ class TextDetector:
         counts = Counter(kind for kind, _ in kept)
         confidence = max((score for _, score in kept), default=0.0)
         return Detected(bool(kept), confidence, {"findings": dict(sorted(counts.items()))})
+
+
+_IDENTIFYING = frozenset(
+    {
+        FindingType.DATE_OF_BIRTH,
+        FindingType.PASSPORT,
+        FindingType.SSN,
+        FindingType.IBAN,
+        FindingType.CARD,
+        FindingType.MRZ,
+    }
+)
+_FORM_LINE_WORDS = 6
+
+
+def _reads_as_form(text: str) -> bool:
+    """Mostly short lines (labels and values), and not source code: a card, a form, a
+    statement. Prose runs in long lines; code has its own score."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 3:
+        return False
+    short = sum(len(line.split()) <= _FORM_LINE_WORDS for line in lines)
+    return short >= 0.6 * len(lines) and code_score(text).score < 0.5
 
 
 # --- the signal -----------------------------------------------------------------------------
@@ -285,8 +344,12 @@ class ImageTextSignal(AsyncSignal):
             report["cached"] = True
         if not read.complete:
             report["complete"] = False
-            if not detected.matched:
-                # finding nothing in part of the text says nothing about the rest
+            report["read"] = f"{read.read}/{read.boxes} text boxes"
+            # what was found counts; finding nothing in part of the text says nothing
+            # about the rest, unless the rest cannot hold it (the boxes shaped like an
+            # MRZ are read first)
+            evidence_complete = self.detector.detect == "mrz" and read.mrz_read
+            if not detected.matched and not evidence_complete:
                 budget_ms = round(self.ocr_budget_s * 1000)
                 report["error"] = f"OCR stopped at its {budget_ms} ms budget"
         return report, detected

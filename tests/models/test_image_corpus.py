@@ -1,0 +1,53 @@
+"""A slice of the image corpus's test split through the real OCR and detectors: one image
+of every kind (28), read without a time budget so that the machine's speed does not
+decide the outcome (speed lives in ``make bench`` and ``make eval-images``). The whole
+corpus runs in ``make eval-images``."""
+
+from __future__ import annotations
+
+import pytest
+
+from vsr_extproc.eval import imagegen, images
+
+pytestmark = pytest.mark.models
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> list[images.Outcome]:
+    return images.run_samples(list(imagegen.generate("test", limit_per_kind=1)), budget_s=None)
+
+
+def _found(outcomes: list[images.Outcome], scenario: str, detection: str) -> tuple[int, int]:
+    wanted = [
+        o for o in outcomes if o.sample.scenario == scenario and detection in o.sample.expected
+    ]
+    return sum(o.matched[detection] for o in wanted), len(wanted)
+
+
+def test_the_slice_covers_every_kind_of_image(outcomes: list[images.Outcome]) -> None:
+    kinds = {kind for scenario in imagegen.COUNTS.values() for kind in scenario}
+    assert {o.sample.kind for o in outcomes} == kinds
+    assert all(o.complete for o in outcomes)
+
+
+def test_no_detection_fires_on_an_image_where_it_must_not(outcomes: list[images.Outcome]) -> None:
+    alarms = [
+        (o.sample.name, name)
+        for o in outcomes
+        for name in sorted(o.sample.absent)
+        if o.matched[name]
+    ]
+    assert alarms == []
+
+
+def test_documents_without_an_mrz_are_documents(outcomes: list[images.Outcome]) -> None:
+    assert _found(outcomes, "document", "document") == (4, 4)
+
+
+def test_most_photographed_mrzs_and_screenshots_are_found(outcomes: list[images.Outcome]) -> None:
+    found, total = _found(outcomes, "mrz", "mrz")
+    assert (found, total) >= (2, 3)
+    found, total = _found(outcomes, "code", "code")
+    assert found >= 1
+    secrets = [o for o in outcomes if "secrets" in o.sample.expected]
+    assert sum(o.matched["secrets"] for o in secrets) >= 1
