@@ -150,3 +150,59 @@ def main(samples: int) -> None:
     ]  # the same page with one pixel changed: new bytes, so the OCR cache cannot answer
     runs, decided = decisions(document, ocr_bodies)
     print(describe("document screenshot needing OCR", runs, f"  decided: {decided[0]}"))
+    ocr_targets(document, samples)
+
+
+def _generated(seed: int) -> tuple[bytes, bytes]:
+    """A passport page (TD3, as printed: no photo effects) and a 65-line IDE screenshot
+    with a gutter, drawn by the image corpus's generator; ``seed`` varies a pixel so that
+    the OCR cache cannot answer."""
+    import inspect
+    import json.decoder
+
+    from vsr_extproc.eval import imagegen
+
+    draw = imagegen.Draw("dev", "bench", 0)
+    page, _, _ = imagegen.mrz_page(draw, "td3")
+    source = inspect.getsource(json.decoder).splitlines()[:65]
+    draw = imagegen.Draw("dev", "bench", 1)
+    draw.rng.random = lambda: 0.5  # type: ignore[method-assign]  # gutter on, 1× scale
+    screen = imagegen.code_screen(draw, "python", "decoder.py", source, 0, "ide")
+    images = []
+    for image in (page, screen):
+        image = image.copy()
+        image.putpixel((0, 0), (seed % 256, seed // 256 % 256, 3))
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        images.append(buffer.getvalue())
+    return images[0], images[1]
+
+
+def ocr_targets(document: dict[str, Any], samples: int) -> None:
+    """A passport page and a 65-line screenshot decided by the demo config, beside the OCR
+    engine's own read of the same image (the decision's floor)."""
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.runtime.ocr import OcrEngine
+
+    generated = [_generated(seed) for seed in range(samples + 3)]
+    engine = OcrEngine()
+    for label, prompt, index in (
+        ("passport page", "Summarize this.", 0),
+        ("65-line code screenshot", "Find the bug in this code.", 1),
+    ):
+        images = [pair[index] for pair in generated]
+        size = decode_image(images[0]).image.size
+        alone = []
+        for data in images[3:]:
+            decoded = decode_image(data).image
+            started = time.perf_counter()
+            engine.read(decoded)
+            alone.append((time.perf_counter() - started) * 1000)
+        bodies = [_request(prompt, data, "png") for data in images]
+        runs, decided = decisions(document, bodies)
+        ratio = statistics.median(runs) / statistics.median(alone)
+        note = (
+            f"  {size[0]}×{size[1]}; OCR alone p50 {statistics.median(alone):.0f} ms, "
+            f"decision/OCR {ratio:.2f}; decided: {decided[0]}"
+        )
+        print(describe(f"{label} (OCR)", runs, note))

@@ -51,3 +51,21 @@ def test_most_photographed_mrzs_and_screenshots_are_found(outcomes: list[images.
     assert found >= 1
     secrets = [o for o in outcomes if "secrets" in o.sample.expected]
     assert sum(o.matched["secrets"] for o in secrets) >= 1
+
+
+def test_a_second_look_at_the_mrz_band_recovers_what_the_first_reading_garbled() -> None:
+    from vsr_extproc.detectors import find_mrz
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.runtime.ocr import OcrEngine
+    from vsr_extproc.signals.image_text import verified_mrz
+
+    # a passport page photographed at JPEG quality 43: the first reading of its second
+    # MRZ line drops characters
+    page = next(imagegen.generate("dev", limit_per_kind=1))
+    assert page.name == "dev/td3-000"
+    image = decode_image(page.data).image
+    first = OcrEngine().read(image)
+    assert not any(match.valid for match in find_mrz(first.text))
+    second = OcrEngine(mrz_check=verified_mrz).read(image)
+    assert [(m.format, m.valid) for m in find_mrz(second.text)] == [("td3", True)]
+    assert second.read == first.read == first.boxes  # the second look reads no new box

@@ -57,8 +57,9 @@ def run_samples(
     (None: read everything, to measure the detectors apart from the machine's speed)."""
     from vsr_extproc.runtime.images import decode_image
     from vsr_extproc.runtime.ocr import OcrEngine
+    from vsr_extproc.signals.image_text import verified_mrz
 
-    engine = engine or OcrEngine()
+    engine = engine or OcrEngine(mrz_check=verified_mrz)
     detect = detectors()
     outcomes = []
     for sample in samples:

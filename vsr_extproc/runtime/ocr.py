@@ -23,7 +23,8 @@ The pipeline is rapidocr's detector and recogniser, driven here rather than thro
   really bounds the thread's work; a cancelled request stops it too;
 * the boxes shaped like a machine-readable zone read first (``mrz_band``): a passport's
   MRZ is read in the first few hundred milliseconds even on a page whose other text
-  outlasts the budget, and a slow screenshot without one is known not to hide one.
+  outlasts the budget, and a slow screenshot without one is known not to hide one; a band
+  that does not verify gets a second look (``OcrEngine._second_look``).
 
 The onnxruntime sessions are rebuilt with two intra-op threads (the machines have two
 cores; one thread cost ~25% more latency for ~20% less CPU), onnxruntime's memory arena
@@ -61,7 +62,7 @@ import math
 import os
 import threading
 import unicodedata
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -156,8 +157,15 @@ class OcrEngine:
     ``read_async`` serialises calls on the engine's own worker thread.
     """
 
-    def __init__(self, settings: OcrSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: OcrSettings | None = None,
+        mrz_check: Callable[[str], bool] | None = None,
+    ) -> None:
+        """``mrz_check`` says whether text holds a verified MRZ; given one, an MRZ band
+        that does not verify gets a second look (``_second_look``)."""
         self.settings = settings or OcrSettings()
+        self.mrz_check = mrz_check
         self._detector, self._recogniser = _load_models(self.settings)
         # one image at a time, the request served least first: a request with many
         # images cannot hold up another request's one
@@ -186,33 +194,31 @@ class OcrEngine:
                 raise OcrStopped
 
         pixels, scale = prepare(image, orientation, self.settings.max_side)
-        lines: list[OcrLine] = []
         boxes: list[FloatArray] = []
         band: list[int] = []
-        read = 0
+        readings: dict[int, tuple[str, float]] = {}
         try:
             check()
             boxes = self._detect(pixels)
             band = mrz_band(boxes)
-            rest = sorted(set(range(len(boxes))) - set(band))
-            for index in [*band, *rest]:
-                quad = boxes[index]
+            for index in band:
                 check()
-                text, confidence = self._recognise(_crop(pixels, quad))
-                read += 1
-                if _kept(text, confidence, self.settings.min_confidence):
-                    lines.append(
-                        OcrLine(
-                            normalise(text),
-                            _scaled_box(quad, scale),
-                            confidence,
-                            _text_height(quad) * scale,
-                        )
-                    )
+                readings[index] = self._recognise(_crop(pixels, boxes[index]))
+            readings |= self._second_look(pixels, [boxes[i] for i in band], readings, check)
+            for index in sorted(set(range(len(boxes))) - set(band)):
+                check()
+                readings[index] = self._recognise(_crop(pixels, boxes[index]))
         except OcrStopped:
             complete = False
         else:
             complete = True
+        lines = [
+            OcrLine(normalise(text), _scaled_box(boxes[index], scale), confidence,
+                    _text_height(boxes[index]) * scale)
+            for index, (text, confidence) in readings.items()
+            if _kept(text, confidence, self.settings.min_confidence)
+        ]  # fmt: skip
+        read = len(readings)
         rows = reading_order(lines)
         return OcrResult(
             [line for row in rows for line in row],
@@ -268,6 +274,32 @@ class OcrEngine:
         clipped = [np.clip(quad, 0, (width - 1, height - 1)).astype(np.float32) for quad in shifted]
         # top to bottom, so that a deadline leaves the top of the image read
         return sorted(clipped, key=lambda quad: (float(quad[0][1]), float(quad[0][0])))
+
+    def _second_look(
+        self,
+        pixels: UInt8Array,
+        quads: list[FloatArray],
+        readings: dict[int, tuple[str, float]],
+        check: Callable[[], None],
+    ) -> dict[int, tuple[str, float]]:
+        """The MRZ band read again, differently, when its first reading holds fillers but
+        does not verify: sharpened, binarised, contrast-equalised, then in two halves; the
+        first reading that verifies replaces the band's. Measured on the image corpus's
+        dev split: 10 of the 15 MRZs the first reading missed verify on a second look."""
+        if self.mrz_check is None or not readings:
+            return {}
+        first = "\n".join(text for text, _ in readings.values())
+        if "<<" not in first or self.mrz_check(first):
+            return {}
+        crops = [_crop(pixels, quad) for quad in quads]
+        for look in _SECOND_LOOKS:
+            again = []
+            for crop in crops:
+                check()
+                again.append(look(self._recognise, crop))
+            if self.mrz_check("\n".join(text for text, _ in again)):
+                return dict(zip(readings, again, strict=True))
+        return {}
 
     def _recognise(self, crop: UInt8Array) -> tuple[str, float]:
         """One text box read by the recogniser, at height 48 and its own width: a box
@@ -471,6 +503,41 @@ def mrz_band(quads: list[FloatArray]) -> list[int]:
             chosen.update(rows[upper])
             chosen.update(rows[upper + 1])
     return sorted(chosen, key=lambda i: float(quads[i][:, 1].mean()))
+
+
+Recognise = Callable[[UInt8Array], tuple[str, float]]
+
+
+def _sharpened(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
+    import cv2
+
+    blurred = cv2.GaussianBlur(crop, (0, 0), 2)
+    return recognise(np.asarray(cv2.addWeighted(crop, 1.8, blurred, -0.8, 0), dtype=np.uint8))
+
+
+def _binarised(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
+    import cv2
+
+    grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
+    _, black_white = cv2.threshold(grey, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    return recognise(np.asarray(cv2.cvtColor(black_white, cv2.COLOR_GRAY2BGR), dtype=np.uint8))
+
+
+def _equalised(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
+    import cv2
+
+    grey = cv2.createCLAHE(2.0, (8, 8)).apply(cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY))
+    return recognise(np.asarray(cv2.cvtColor(grey, cv2.COLOR_GRAY2BGR), dtype=np.uint8))
+
+
+def _halved(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
+    middle = crop.shape[1] // 2
+    left = recognise(np.ascontiguousarray(crop[:, : middle + 4]))
+    right = recognise(np.ascontiguousarray(crop[:, middle - 4 :]))
+    return left[0] + right[0], min(left[1], right[1])
+
+
+_SECOND_LOOKS = (_sharpened, _binarised, _equalised, _halved)
 
 
 def _kept(text: str, confidence: float, min_confidence: float) -> bool:

@@ -178,6 +178,12 @@ def _image_text(result: OcrResult) -> ImageText:
     )
 
 
+def verified_mrz(text: str) -> bool:
+    """Whether ``text`` holds an MRZ whose check digits all pass: the OCR engine's test
+    for reading an MRZ band a second time."""
+    return any(match.valid for match in find_mrz(text))
+
+
 def load_reader(resources: Resources) -> ImageReader:
     """The shared OCR reader for the configured ``ocr`` settings (loaded once)."""
     max_side: int = resources.config.ocr.max_side
@@ -185,7 +191,7 @@ def load_reader(resources: Resources) -> ImageReader:
     def make() -> ImageReader:
         from vsr_extproc.runtime.ocr import OcrEngine, OcrSettings
 
-        return ImageReader(OcrEngine(OcrSettings(max_side=max_side)))
+        return ImageReader(OcrEngine(OcrSettings(max_side=max_side), mrz_check=verified_mrz))
 
     reader: ImageReader = resources.get(("ocr", max_side), make)
     return reader
