@@ -77,9 +77,9 @@ bench: $(STAMP) ## latency and throughput benchmarks (prints the README's number
 	$(BIN)/python -m bench.run
 
 .PHONY: eval-images
-eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test)
+eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test, BUDGET_MS=0 for no OCR budget)
 	mkdir -p .reports
-	$(BIN)/vsr-extproc eval images --split $(or $(SPLIT),test) --report .reports/eval-images-$(or $(SPLIT),test).json
+	$(BIN)/vsr-extproc eval images --split $(or $(SPLIT),test) $(if $(BUDGET_MS),--budget-ms $(BUDGET_MS)) --report .reports/eval-images-$(or $(SPLIT),test).json
 
 .PHONY: parity
 parity: $(STAMP) ## the vision parity gate on a real checkpoint: make parity MODEL=google/siglip-base-patch16-224

@@ -183,9 +183,10 @@ def ocr_targets(document: dict[str, Any], samples: int) -> None:
     engine's own read of the same image (the decision's floor)."""
     from vsr_extproc.runtime.images import decode_image
     from vsr_extproc.runtime.ocr import OcrEngine
+    from vsr_extproc.signals.image_text import verified_mrz
 
     generated = [_generated(seed) for seed in range(samples + 3)]
-    engine = OcrEngine()
+    engine = OcrEngine(mrz_check=verified_mrz)  # as the router builds it
     for label, prompt, index in (
         ("passport page", "Summarize this.", 0),
         ("65-line code screenshot", "Find the bug in this code.", 1),

@@ -111,6 +111,11 @@ def _parser() -> argparse.ArgumentParser:
         default="test",
         help="jailbreak, images: which frozen split (default: test)",
     )
+    evaluate.add_argument(
+        "--budget-ms",
+        type=int,
+        help="images: OCR budget per image (default: ocr.timeout_ms; 0: none)",
+    )
     evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
     evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))
     evaluate.add_argument("--runtime", choices=("torch", "onnxruntime"))
@@ -286,8 +291,9 @@ def _eval(args: argparse.Namespace) -> int:
     from vsr_extproc import eval as evaluation
 
     report = evaluation.run(
-        args.task, args.data, args.config, args.precision, args.runtime, args.split
-    )
+        args.task, args.data, args.config, args.precision, args.runtime, args.split,
+        args.budget_ms,
+    )  # fmt: skip
     path = args.report or Path(f"eval-{args.task}.json")
     path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print(evaluation.summary(report))

@@ -99,3 +99,29 @@ def test_the_report_counts_recall_precision_and_the_stage_of_each_miss() -> None
         ("test/receipt", "secrets", "false alarm", "ocr"),
         ("test/td3", "mrz", "miss", "ocr"),
     ]
+
+
+def _document(text: str) -> bool:
+    from vsr_extproc.signals.image_text import ImageTextEntry, TextDetector
+
+    detector = TextDetector(ImageTextEntry(name="document_photo", detect="document"))
+    return detector(text).matched
+
+
+def test_a_document_without_an_mrz_is_a_form_with_an_identifying_value() -> None:
+    licence = (
+        "DRIVING LICENCE\n1. Surname\nMUSTER\n2. Given names\nANNA\n3. Date ofbirth\n12.03.1981"
+    )
+    assert _document(licence)
+    statement = (
+        "Account statement\nAnna Muster\nAccount number: DE89 3704 0044 0532 0130 00\nPeriod: May"
+    )
+    assert _document(statement)
+    # the same value in a sentence, in code, or a form without one is not a document
+    assert not _document(
+        "My daughter was born on 12.03.1981 and she started school this year, so we moved.\n"
+        "The new house is larger and the garden is lovely, she says, and the school is near.\n"
+        "We will visit you in the summer when the weather is better and the roads are dry."
+    )
+    assert not _document('def age():\n    born = "12.03.1981"  # date of birth\n    return born\n')
+    assert not _document("RECEIPT\nCoffee 2.50\nCake 3.10\nTOTAL 5.60\nThank you")

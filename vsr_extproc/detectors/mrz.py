@@ -293,8 +293,8 @@ def _fit_width(row: str, width: int) -> tuple[str, int] | None:
     carries no information but its length: a check digit that depends on the positions
     after it still has to pass, and the name line has none. So a run of three or more
     fillers may absorb any difference up to half the width; a shorter run, only two
-    characters (a single ``<`` dropped or doubled inside a field). A row with no run left
-    to shorten, or none at all, is padded at its end.
+    characters (a single ``<`` dropped or doubled inside a field). A row that is too short
+    and has no run long enough to absorb it, but holds a filler, is padded at its end.
     """
     delta = len(row) - width
     if delta == 0:

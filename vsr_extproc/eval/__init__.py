@@ -283,11 +283,12 @@ def run(
     precision: str | None = None,
     runtime: str | None = None,
     split: str = "test",
+    budget_ms: int | None = None,
 ) -> dict[str, Any]:
     if task == "images":
         from vsr_extproc.eval import images
 
-        report = images.evaluate(split)
+        report = images.evaluate(split, budget_ms=budget_ms)
         report["task"] = "images"
         return report
     public = task == "jailbreak" and data is None

@@ -443,12 +443,14 @@ def _crop(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
     import cv2
 
     along = quad[1] - quad[0]
-    along = along / max(float(np.linalg.norm(along)), 1e-6) * _CROP_MARGIN * _text_height(quad)
-    height, width = pixels.shape[:2]
-    widened = quad.astype(np.float32).copy()
-    widened[[0, 3]] -= along
-    widened[[1, 2]] += along
-    quad = np.clip(widened, 0, (width - 1, height - 1)).astype(np.float32)
+    length, text_height = float(np.linalg.norm(along)), _text_height(quad)
+    if text_height < 1.5 * length:  # not vertical text (turned below; it stays as found)
+        along = along / length * _CROP_MARGIN * text_height
+        height, width = pixels.shape[:2]
+        widened = quad.astype(np.float32).copy()
+        widened[[0, 3]] -= along
+        widened[[1, 2]] += along
+        quad = np.clip(widened, 0, (width - 1, height - 1)).astype(np.float32)
 
     width = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
     height = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
