@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -116,3 +117,35 @@ def test_envoy_config_writes_the_bootstrap(tmp_path: Path) -> None:
     assert main(["envoy-config", str(DEMO), "--out", str(out)]) == 0
     bootstrap = yaml.safe_load(out.read_text())
     assert bootstrap["static_resources"]["listeners"][0]["name"] == "ingress"
+
+
+def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vsr_extproc.eval import imagegen, images
+
+    asked: list[tuple[str, int | None]] = []
+
+    def one_image(
+        split: str = "test", limit_per_kind: int | None = None, budget_ms: int | None = None
+    ) -> dict[str, Any]:
+        asked.append((split, budget_ms))
+        expected, absent = imagegen.EXPECTED["credential"]
+        sample = imagegen.Sample(
+            name=f"{split}/config-000", split=split, scenario="credential", kind="config",
+            expected=expected, absent=absent, data=b"", truth="",
+        )  # fmt: skip
+        flags = dict.fromkeys(images.DETECTIONS, False)
+        outcome = images.Outcome(sample, flags, flags | {"secrets": True}, True, 0.2, 9)
+        return images.report([outcome]) | {"budget_ms": budget_ms}
+
+    monkeypatch.setattr(images, "evaluate", one_image)
+    out = tmp_path / "report.json"
+    code = main(["eval", "images", "--split", "dev", "--budget-ms", "0", "--report", str(out)])
+    assert code == 0
+    assert asked == [("dev", 0)]
+    printed = capsys.readouterr().out
+    assert "dev split, 1 images, no OCR budget" in printed
+    assert "1 × secrets miss at detector" not in printed
+    assert "1 × secrets miss at ocr" in printed
+    assert orjson.loads(out.read_bytes())["problems"][0]["stage"] == "ocr"
