@@ -14,9 +14,27 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import SignalResult
+from vsr_extproc.detectors import FindingType
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _KNOWN_FORMATS = frozenset({"png", "jpeg", "webp", "gif", "bmp", "tiff"})
+_FINDING_TYPES = frozenset(kind.value for kind in FindingType)
+
+
+def pii_counts(results: Iterable[SignalResult]) -> dict[str, int]:
+    """Findings of one request by type, each counted once.
+
+    Every ``pii`` signal reports the findings of its scope that its types count, so two
+    signals that count emails report the same email twice: a type's count is the largest
+    any signal reports. Other keys of the value (what was read) are not findings.
+    """
+    counts: dict[str, int] = {}
+    for result in results:
+        if result.family == "pii" and isinstance(result.value, dict):
+            for kind, count in result.value.items():
+                if kind in _FINDING_TYPES and isinstance(count, int):
+                    counts[kind] = max(counts.get(kind, 0), count)
+    return counts
 
 
 class Metrics:
@@ -97,10 +115,8 @@ class Metrics:
         for image in request.images:
             name = image.format or "unknown"
             self.images.labels(name if name in _KNOWN_FORMATS else "other").inc()
-        for result in decision.results.values():
-            if result.family == "pii" and isinstance(result.value, dict):
-                for kind, count in result.value.items():
-                    self.pii.labels(kind).inc(count)
+        for kind, count in pii_counts(decision.results.values()).items():
+            self.pii.labels(kind).inc(count)
 
     def answered(self, decision: str, outcome: str, seconds: float | None = None) -> None:
         """A request the router answered without a decision (invalid, passthrough)."""
