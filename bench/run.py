@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "text"):
         print(
             "\n== text decisions through the processor's gRPC service (demo config: domain, "
-            "pii, jailbreak, language and the rule signals; fresh prompts, one at a time)"
+            "pii, jailbreak, safety, language and the rule signals; fresh prompts, one at a time)"
         )
         for label, runs in text_decisions(args.samples).items():
             print(describe(label, runs))

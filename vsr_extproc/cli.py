@@ -30,6 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
+    if args.run is not _serve:
+        from vsr_extproc import logs
+
+        # a command's own output (JSON reports, tables) owns stdout; warnings go to stderr
+        logs.configure("warning", json=False, cache=False)
     try:
         return int(args.run(args))
     except ConfigError as exc:
@@ -103,13 +108,15 @@ def _parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser(
         "eval", help="measure a signal on its evaluation sets; print and write a report"
     )
-    evaluate.add_argument("task", choices=("domain", "pii", "jailbreak", "images"))
+    evaluate.add_argument(
+        "task", choices=("domain", "pii", "names", "jailbreak", "safety", "images")
+    )
     evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
     evaluate.add_argument(
         "--split",
         choices=("dev", "test"),
         default="test",
-        help="jailbreak, images: which frozen split (default: test)",
+        help="names, jailbreak, safety, images: which frozen split (default: test)",
     )
     evaluate.add_argument(
         "--budget-ms",

@@ -19,10 +19,22 @@ def _dumps(value: Any, **_: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def configure(level: str = "info", *, json: bool | None = None) -> None:
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written (a test harness swaps it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def configure(level: str = "info", *, json: bool | None = None, cache: bool = True) -> None:
     """Configure structlog and stdlib logging once per process.
 
-    ``json`` defaults to "stderr is not a terminal".
+    ``json`` defaults to "stderr is not a terminal". ``cache`` binds each logger to this
+    configuration at its first use (the server's hot path); a short command leaves it off,
+    so a later ``configure`` in the same process still takes effect.
     """
     as_json = not sys.stderr.isatty() if json is None else json
     renderer: Any = (
@@ -40,10 +52,10 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
+        cache_logger_on_first_use=cache,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_Stderr())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],

@@ -33,6 +33,7 @@ SAMPLES = ROOT / "deploy" / "demo" / "requests"
         ("12-passport", 200, "identity_document", "restricted", "restricted_vlm"),
         ("13-chest-xray", 200, "image_understanding", "vision", "general_vlm"),
         ("14-code-screenshot", 200, "security_review", "code_review", "code_vlm"),
+        ("16-harmful-request", 403, "refuse_unsafe", "none", None),
     ],
 )
 def test_demo_requests_route_per_decision(

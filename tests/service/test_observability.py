@@ -115,6 +115,7 @@ async def test_replay_record_behind_every_response(service: Service, client: Cli
 
 async def test_one_summary_line_per_request_without_pii(client: Client) -> None:
     stream = io.StringIO()
+    structlog.reset_defaults()  # whatever an earlier test configured (a level filter)
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.JSONRenderer()],
         logger_factory=structlog.PrintLoggerFactory(file=stream),

@@ -510,3 +510,42 @@ def test_faker_values_are_found_and_faker_prose_is_clean() -> None:
 def test_dates_of_birth_as_ocr_reads_cards_and_forms(text: str, date: str) -> None:
     (finding,) = find_pii(text, {FindingType.DATE_OF_BIRTH})
     assert text[finding.start : finding.end] == date
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ship it to 221B Baker Street, London NW1 6XE", "221B Baker Street, London NW1 6XE"),
+        ("I live at 4592 Elm Drive, Apt 3, Springfield, IL 62704.",
+         "4592 Elm Drive, Apt 3, Springfield, IL 62704"),
+        ("Rechnung an Hauptstraße 12, 10115 Berlin", "Hauptstraße 12, 10115 Berlin"),
+        ("notre bureau : 12 rue de Rivoli, 75001 Paris", "12 rue de Rivoli, 75001 Paris"),
+        ("Via Roma 10, 00184 Roma", "Via Roma 10, 00184 Roma"),
+        ("Send the parcel to Sveltekrogen 55, København V, 1562 before Friday.",
+         "Sveltekrogen 55, København V, 1562"),
+        ("Write to PO Box 1234 instead", "PO Box 1234"),
+    ],
+)  # fmt: skip
+def test_postal_addresses_in_several_countries(text: str, expected: str) -> None:
+    found = [text[f.start : f.end] for f in find_pii(text, {FindingType.ADDRESS})]
+    assert found == [expected]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the 3 Ways to win",
+        "I ran 5 miles down Main Street",
+        "Ask 2 Dr. Smiths about it",
+        "version 2 Way forward",
+        "We shipped 120 units, 45 returns, 3 complaints",
+        "Chapter 7, Section 2, 1998",
+    ],
+)
+def test_address_lookalikes(text: str) -> None:
+    assert find_pii(text, {FindingType.ADDRESS}) == []
+
+
+def test_names_are_never_found_without_the_entity_model() -> None:
+    text = "Dear Maria Gonzalez, your order from Acme Corp has shipped."
+    assert find_pii(text) == []

@@ -7,6 +7,7 @@ texts embedded) so the request path never branches on configuration.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -138,6 +139,7 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
     referenced = _referenced(decisions)
     resources.begin_compile(config)
     signals = _build_signals(entries, referenced, resources)
+    decisions = [_with_entities(decision, resources) for decision in decisions]
     models = {
         model.name: ModelSpec(
             model.name,
@@ -149,7 +151,7 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
         )
         for model in config.models
     }
-    default = _decision(config.default, None, len(decisions))
+    default = _with_entities(_decision(config.default, None, len(decisions)), resources)
     return Policy(
         models=models,
         signals=signals,
@@ -188,6 +190,18 @@ def _referenced(decisions: list[DecisionSpec]) -> list[str]:
         if isinstance(decision.action, RouteAction):
             keys.update((signal, None) for signal, _, _ in decision.action.signal_headers)
     return list(keys)
+
+
+def _with_entities(decision: DecisionSpec, resources: Resources) -> DecisionSpec:
+    """A decision whose route action redacts names gets the named-entity model."""
+    action = decision.action
+    if not isinstance(action, RouteAction) or not {"person", "organization"} & set(action.redact):
+        return decision
+    from vsr_extproc.signals.pii import entity_model
+
+    model = entity_model(resources)
+    found = model.find if model is not None else None
+    return dataclasses.replace(decision, action=dataclasses.replace(action, entities=found))
 
 
 def _build_signals(

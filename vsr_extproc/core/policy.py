@@ -13,6 +13,7 @@ from enum import StrEnum
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.rules import Rule
 from vsr_extproc.core.signals import Signal
+from vsr_extproc.detectors import Detector
 
 
 class Modality(StrEnum):
@@ -88,6 +89,8 @@ class RouteAction:
     redact: tuple[str, ...] = ()
     #: headers added when a signal matched: (signal key, header, value)
     signal_headers: tuple[tuple[str, str, str], ...] = ()
+    #: finds person and organization names for ``redact`` (a named-entity model)
+    entities: Detector | None = field(default=None, compare=False)
     kind: ActionKind = ActionKind.ROUTE
 
 

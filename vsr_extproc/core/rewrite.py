@@ -14,7 +14,7 @@ import orjson
 
 from vsr_extproc.core.policy import ModelSpec, RouteAction
 from vsr_extproc.core.request import NormalizedRequest
-from vsr_extproc.detectors import FindingType, Redactor
+from vsr_extproc.detectors import Detector, FindingType, Redactor
 
 #: rewrites message contents in place on a copy of the body (redaction); returns True
 #: when it changed something
@@ -51,8 +51,8 @@ class Redaction:
     each type were replaced (never which values).
     """
 
-    def __init__(self, types: Sequence[str]) -> None:
-        self._redactor = Redactor([FindingType(kind) for kind in types])
+    def __init__(self, types: Sequence[str], entities: Detector | None = None) -> None:
+        self._redactor = Redactor([FindingType(kind) for kind in types], entities=entities)
 
     @property
     def counts(self) -> dict[str, int]:

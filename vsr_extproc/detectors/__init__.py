@@ -7,7 +7,8 @@ that use them stay testable in ``tests/unit``.
 Types:
 
     FindingType   what was found: email, phone, card, iban, ssn, passport, mrz, ip_address,
-                  date_of_birth, secret
+                  date_of_birth, secret, address; person and organization (found only by
+                  a named-entity model, ``runtime.entities``)
     Finding       one span of the scanned text: type, start, end, confidence, detail (a
                   non-sensitive sub-kind such as "visa" or "DE" — never the value)
     Detector      the protocol of a detector: text → list[Finding]
@@ -22,7 +23,13 @@ Entry points: ``find_pii`` (every type, overlaps resolved), ``find_secrets``, ``
 """
 
 from vsr_extproc.detectors.code import CodeScore, code_score
-from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
+from vsr_extproc.detectors.findings import (
+    ENTITY_TYPES,
+    Detector,
+    Finding,
+    FindingType,
+    resolve_overlaps,
+)
 from vsr_extproc.detectors.mrz import MrzMatch, check_digit, find_mrz
 from vsr_extproc.detectors.pii import DEFAULT_PHONE_REGIONS, find_pii
 from vsr_extproc.detectors.redact import PLACEHOLDER_LABELS, Redactor
@@ -30,6 +37,7 @@ from vsr_extproc.detectors.secrets import find_secrets
 
 __all__ = [
     "DEFAULT_PHONE_REGIONS",
+    "ENTITY_TYPES",
     "PLACEHOLDER_LABELS",
     "CodeScore",
     "Detector",

@@ -33,6 +33,13 @@ class FindingType(StrEnum):
     IP_ADDRESS = "ip_address"
     DATE_OF_BIRTH = "date_of_birth"
     SECRET = "secret"
+    ADDRESS = "address"
+    PERSON = "person"  # found by a named-entity model (``runtime.entities``)
+    ORGANIZATION = "organization"  # likewise
+
+
+#: the types only a named-entity model finds; the regular detectors never return them
+ENTITY_TYPES = frozenset({FindingType.PERSON, FindingType.ORGANIZATION})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +91,9 @@ _TIERS = {
     FindingType.DATE_OF_BIRTH: 0,
     FindingType.IP_ADDRESS: 0,
     FindingType.PHONE: 0,
+    FindingType.ADDRESS: 0,
+    FindingType.PERSON: -1,
+    FindingType.ORGANIZATION: -1,
 }
 
 # Tie-break between types for spans of equal length and confidence: the more specific
@@ -103,6 +113,9 @@ _PRECEDENCE = {
                 FindingType.DATE_OF_BIRTH,
                 FindingType.IP_ADDRESS,
                 FindingType.PHONE,
+                FindingType.ADDRESS,
+                FindingType.PERSON,
+                FindingType.ORGANIZATION,
             )
         )
     )

@@ -697,6 +697,84 @@ def find_passport_numbers(text: str) -> list[Finding]:
     return list(found.values())
 
 
+# --- postal addresses ---------------------------------------------------------------------
+
+_NAME_WORD = r"[A-Z0-9][\w'’.-]*"
+_STREET_SUFFIX = (
+    r"(?i:street|st|road|rd|avenue|ave|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|"
+    r"way|terrace|parkway|pkwy|highway|hwy|square|sq|circle|cir|close|crescent|grove|"
+    r"gardens|mews|trail|alley|plaza)"
+)
+_UNIT = (
+    r"(?:,?\s+(?i:apt|apartment|suite|ste|unit|flat|floor|fl)\.?\s*#?\s*\w{1,5}"
+    r"|\s+#\s?\w{1,5})?"
+)
+_CITY = rf"(?:,\s*{_NAME_WORD}(?:[ \t]+{_NAME_WORD}){{0,2}})?"
+_POSTAL = (
+    r"(?:,?\s+[A-Z]{2}[ \t]+\d{5}(?:-\d{4})?"  # US state and ZIP
+    r"|,?\s+[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}"  # UK postcode
+    r"|,?\s+[A-Z]\d[A-Z]\s?\d[A-Z]\d)?"  # Canadian postcode
+)
+_ADDRESSES = (
+    # 221B Baker Street, London NW1 6XE · 4592 Elm Drive, Apt 3, Springfield, IL 62704
+    re.compile(
+        rf"\b\d{{1,5}}[A-Za-z]?(?:-\d{{1,4}})?\s+(?:(?:{_NAME_WORD}\s+){{1,4}}?{_STREET_SUFFIX}"
+        r"|(?i:broadway))\b\.?"
+        rf"{_UNIT}{_CITY}{_POSTAL}"
+    ),
+    # Hauptstraße 12, 10115 Berlin · Am Bahnhofsweg 3a
+    re.compile(
+        r"\b[A-ZÄÖÜ][\wäöüß-]*(?i:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer)"
+        r"\s+\d{1,4}\s?[a-z]?\b(?:,\s*\d{4,5}\s+[A-ZÄÖÜ][\wäöüß-]+)?"
+    ),
+    # 12 rue de Rivoli, 75001 Paris · 5 bis avenue Foch
+    re.compile(
+        r"\b\d{1,4}(?:\s?(?:bis|ter))?,?\s+(?i:rue|avenue|boulevard|bd|place|chemin|allée|"
+        r"impasse|quai|route)[ \t]+(?:(?:de la|de|du|des|la|le|l'|d')\s*)?[A-Z][\w'’-]*"
+        r"(?:[ \t]+[A-Z][\w'’-]*){0,3}(?:,\s*\d{5}\s+[A-Z][\w'’-]+)?"
+    ),
+    # Calle Mayor 5 · Via Roma 10, 00184 Roma · Rua Augusta 274
+    re.compile(
+        r"\b(?i:calle|avenida|plaza|paseo|via|viale|piazza|corso|rua|largo)\s+"
+        r"(?:(?:de la|del|de|la|dos|das|da|di)\s+)?[A-Z][\w'’-]*(?:[ \t]+[A-Z][\w'’-]*){0,3},?"
+        r"\s+(?:n\.?\s?º?\s?)?\d{1,4}\b(?:,\s*\d{5}\s+[A-Z][\w'’-]+)?"
+    ),
+    re.compile(r"\b(?i:p\.?\s?o\.?\s?box)\s+\d{1,6}\b"),
+)
+# Any language's street, written as most of the world writes it: a street and its house
+# number, a place, a postal code, separated by commas ("Sveltekrogen 55, København V, 1562",
+# "65 rue Pierre, SAINT-DIÉ, 88100"). Without the known street words, only the whole shape
+# counts.
+_CAPITAL = "A-ZÀ-ÖØ-ÞĀ-ŽА-Я"
+_PLACE = r"[^\W\d_][\w'’.()-]*(?:[ \t]+[^\W\d_][\w'’.()-]*){0,4}"
+_STREET_NAME = rf"[{_CAPITAL}][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){{0,3}}"
+_POSTCODE = r"(?:[A-Z]{1,2}-?)?\d{3,5}(?:[\s-]\d{2,4})?\b"
+_ADDRESS_SHAPES = (
+    re.compile(rf"\b{_STREET_NAME}[ \t]+\d{{1,5}}[a-z]?,\s*{_PLACE},\s*{_POSTCODE}"),
+    re.compile(rf"\b\d{{1,5}}[a-z]?,?\s+{_PLACE},\s*{_PLACE},\s*{_POSTCODE}"),
+)
+
+
+def find_addresses(text: str) -> list[Finding]:
+    """Postal addresses: a house number and a street name with its type (Street, Rd,
+    -straße, rue, Via …), then a unit, a city and a postal code when they follow; a PO Box.
+
+    Shape, not a gazetteer: "221B Baker Street, London NW1 6XE" and "Hauptstraße 12, 10115
+    Berlin" are found, "the 3 Ways to win" is not (a street needs a capitalised name).
+    """
+    found = [
+        Finding(FindingType.ADDRESS, match.start(), match.end(), 0.8, "street")
+        for pattern in _ADDRESSES
+        for match in pattern.finditer(text)
+    ]
+    found += [
+        Finding(FindingType.ADDRESS, match.start(), match.end(), 0.7, "shape")
+        for pattern in _ADDRESS_SHAPES
+        for match in pattern.finditer(text)
+    ]
+    return resolve_overlaps(found)
+
+
 # --- all of them --------------------------------------------------------------------------
 
 _DETECTORS: dict[FindingType, Detector] = {
@@ -709,6 +787,7 @@ _DETECTORS: dict[FindingType, Detector] = {
     FindingType.IP_ADDRESS: find_ip_addresses,
     FindingType.DATE_OF_BIRTH: find_dates_of_birth,
     FindingType.SECRET: find_secrets,
+    FindingType.ADDRESS: find_addresses,
 }
 
 
@@ -719,6 +798,9 @@ def find_pii(
     phone_regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
 ) -> list[Finding]:
     """Findings of the requested ``types`` (all when None), without overlaps, by start.
+
+    Names of people and organisations need a named-entity model (``runtime.entities``);
+    this never returns them.
 
     The other detectors run too, so that a number better explained by another type (a card,
     an IBAN, a date of birth) is not reported as the requested weaker one; they are cheap.
@@ -755,6 +837,7 @@ def merge_phones(findings: list[Finding], phones: list[Finding]) -> list[Finding
 __all__ = [
     "DEFAULT_PHONE_REGIONS",
     "IBAN_LENGTHS",
+    "find_addresses",
     "find_cards",
     "find_dates_of_birth",
     "find_emails",

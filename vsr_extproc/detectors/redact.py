@@ -16,7 +16,13 @@ import os
 import re
 from collections.abc import Collection, Sequence
 
-from vsr_extproc.detectors.findings import Finding, FindingType, resolve_overlaps
+from vsr_extproc.detectors.findings import (
+    ENTITY_TYPES,
+    Detector,
+    Finding,
+    FindingType,
+    resolve_overlaps,
+)
 from vsr_extproc.detectors.pii import find_pii
 
 PLACEHOLDER_LABELS: dict[FindingType, str] = {
@@ -30,6 +36,9 @@ PLACEHOLDER_LABELS: dict[FindingType, str] = {
     FindingType.IP_ADDRESS: "IP",
     FindingType.DATE_OF_BIRTH: "DOB",
     FindingType.SECRET: "SECRET",
+    FindingType.ADDRESS: "ADDRESS",
+    FindingType.PERSON: "PERSON",
+    FindingType.ORGANIZATION: "ORG",
 }
 
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9A-Za-z]")
@@ -56,9 +65,17 @@ class Redactor:
     assigned has 0.5) before anything is replaced.
     """
 
-    def __init__(self, types: Collection[FindingType], *, min_confidence: float = 0.0) -> None:
+    def __init__(
+        self,
+        types: Collection[FindingType],
+        *,
+        min_confidence: float = 0.0,
+        entities: Detector | None = None,
+    ) -> None:
         self.types = frozenset(types)
         self.min_confidence = min_confidence
+        #: finds person and organization names (a named-entity model); None: never found
+        self.entities = entities if self.types & ENTITY_TYPES else None
         self._salt = os.urandom(16)
         self._placeholders: dict[bytes, str] = {}
         self._distinct: dict[FindingType, int] = dict.fromkeys(self.types, 0)
@@ -79,6 +96,8 @@ class Redactor:
         """
         if findings is None:
             findings = find_pii(text, self.types) if self.types else []
+            if self.entities is not None:
+                findings = [*findings, *self.entities(text)]
         chosen = resolve_overlaps(
             finding
             for finding in findings

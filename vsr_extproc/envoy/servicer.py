@@ -212,7 +212,7 @@ def _respond(
     if exchange.debug:
         headers.append((DEBUG_SIGNALS_HEADER, ",".join(decision.matched_signals) or "-"))
         headers.append((DEBUG_REASON_HEADER, _header_safe(decision.reason)))
-    redaction = Redaction(action.redact) if action.redact else None
+    redaction = Redaction(action.redact, action.entities) if action.redact else None
     new_body = rewrite_body(request, model, action, redaction)
     if redaction is not None and redaction.counts:
         summary = ",".join(f"{kind}={count}" for kind, count in redaction.counts.items())

