@@ -146,6 +146,21 @@ def evaluate_domain(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[
     }
 
 
+def _per_type(counts: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:
+    """Precision and recall of each type from its true/false positive and negative tallies."""
+    per_type = {}
+    for kind, tally in counts.items():
+        tp, fp, fn = tally["true_positive"], tally["false_positive"], tally["false_negative"]
+        per_type[kind] = {
+            "precision": _ratio(tp, tp + fp),
+            "recall": _ratio(tp, tp + fn),
+            "true_positive": tp,
+            "false_positive": fp,
+            "false_negative": fn,
+        }
+    return per_type
+
+
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> float:
     inter = max(0, min(a[1], b[1]) - max(a[0], b[0]))
     union = max(a[1], b[1]) - min(a[0], b[0])
@@ -187,16 +202,7 @@ def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) ->
             if index not in matched_gold:
                 counts[kind]["false_negative"] += 1
                 misses.append({"text": row["text"][:120], "missed": kind})
-    per_type = {}
-    for kind, tally in sorted(counts.items()):
-        tp, fp, fn = tally["true_positive"], tally["false_positive"], tally["false_negative"]
-        per_type[kind] = {
-            "precision": _ratio(tp, tp + fp),
-            "recall": _ratio(tp, tp + fn),
-            "true_positive": tp,
-            "false_positive": fp,
-            "false_negative": fn,
-        }
+    per_type = _per_type(dict(sorted(counts.items())))
     return {
         "task": "pii",
         "examples": len(rows),
@@ -262,16 +268,7 @@ def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str,
         if gold and all(kind == "person" for kind, _ in gold):
             only_names += 1
             found_names += any(kind == "person" for kind, _ in found)
-    per_type = {}
-    for name, tally in counts.items():
-        tp, fp, fn = tally["true_positive"], tally["false_positive"], tally["false_negative"]
-        per_type[name] = {
-            "precision": _ratio(tp, tp + fp),
-            "recall": _ratio(tp, tp + fn),
-            "true_positive": tp,
-            "false_positive": fp,
-            "false_negative": fn,
-        }
+    per_type = _per_type(counts)
     return {
         "task": "names",
         "examples": len(rows),

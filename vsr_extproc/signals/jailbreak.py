@@ -61,6 +61,7 @@ from vsr_extproc.signals.texts import (
     sentence_spans,
     shared_embedder,
 )
+from vsr_extproc.signals.texts import evidence as text_evidence
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
@@ -310,7 +311,7 @@ def evidence(texts: list[str]) -> npt.NDArray[np.float64]:
     """How far each text's statistical evidence is trusted: 1 from ``EVIDENCE_WORDS`` words
     on, less for shorter texts. Two words ("Review this") carry too little wording or
     meaning to accuse anyone; only an explicit cue can."""
-    return np.minimum(1.0, np.asarray([len(text.split()) for text in texts]) / EVIDENCE_WORDS)
+    return text_evidence(texts, EVIDENCE_WORDS)
 
 
 @dataclass(frozen=True)

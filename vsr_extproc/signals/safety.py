@@ -51,6 +51,7 @@ from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
     TextScope,
     embed_texts,
+    evidence,
     reading_budget,
     scoped_reading,
     sentence_spans,
@@ -135,12 +136,6 @@ def default_bank() -> Bank:
     )
 
 
-def evidence(texts: list[str]) -> npt.NDArray[np.float64]:
-    """How far a text's wording and meaning are trusted: 1 from ``EVIDENCE_WORDS`` words on.
-    "Kill it" or "Shoot me an email" says too little to accuse anyone."""
-    return np.minimum(1.0, np.asarray([len(text.split()) for text in texts]) / EVIDENCE_WORDS)
-
-
 @dataclass(frozen=True)
 class SafetyModel:
     """``P(unsafe)`` and ``P(category | unsafe)`` from one feature matrix.
@@ -209,17 +204,28 @@ class SafetyModel:
                 columns.append(np.partition(mine, mine.shape[1] - k, axis=1)[:, -k:].mean(axis=1))
         return SIMILARITY_SCALE * np.stack(columns, axis=1).astype(np.float64)
 
+    def features(
+        self,
+        texts: list[str],
+        vectors: FloatArray,
+        exclude: npt.NDArray[np.int64] | None = None,
+    ) -> tuple[Any, npt.NDArray[np.float64]]:
+        """The one feature path, fitting and scoring alike: the words' sparse TF-IDF block,
+        then the dense block of embedding and similarity columns."""
+        dense = np.hstack([vectors.astype(np.float64), self.similarity(vectors, exclude)])
+        return self.words.transform(texts), dense
+
     def design(
         self,
         texts: list[str],
         vectors: FloatArray,
         exclude: npt.NDArray[np.int64] | None = None,
     ) -> Any:
-        """The one feature matrix, for fitting and for scoring."""
+        """``features`` stacked into the matrix the models are fitted on."""
         from scipy.sparse import csr_matrix, hstack
 
-        dense = np.hstack([vectors.astype(np.float64), self.similarity(vectors, exclude)])
-        return hstack([self.words.transform(texts), csr_matrix(dense)]).tocsr()
+        words, dense = self.features(texts, vectors, exclude)
+        return hstack([words, csr_matrix(dense)]).tocsr()
 
     def chunk_probabilities(
         self, chunks: list[str], vectors: FloatArray
@@ -250,8 +256,7 @@ class SafetyModel:
         The models' logits are taken block by block (the words' sparse matrix, then the
         dense embedding and similarity columns), as ``design`` stacks them for fitting.
         """
-        words = self.words.transform(texts)
-        dense = np.hstack([vectors.astype(np.float64), self.similarity(vectors)])
+        words, dense = self.features(texts, vectors)
         width = words.shape[1]
 
         def logits(model: Any) -> npt.NDArray[np.float64]:
@@ -261,7 +266,7 @@ class SafetyModel:
             )
             return result
 
-        weight = evidence(texts)
+        weight = evidence(texts, EVIDENCE_WORDS)  # "Shoot me an email" says too little
         harm = weight * logits(self.harm)[:, 0] + (1 - weight) * SILENT
         unsafe = 1.0 / (1.0 + np.exp(-harm))
         kind = logits(self.kind)

@@ -13,6 +13,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from vsr_extproc.core.reading import Reading, ReadingBudget, TextScope, read
 from vsr_extproc.core.signals import Evaluation
 from vsr_extproc.signals.base import Resources
@@ -24,6 +27,7 @@ __all__ = [
     "MIN_SENTENCE",
     "TextScope",
     "embed_texts",
+    "evidence",
     "reading_budget",
     "scoped_reading",
     "sentence_spans",
@@ -32,6 +36,13 @@ __all__ = [
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_SENTENCE = 13  # characters; shorter sentences are scored only as part of their chunk
+
+
+def evidence(texts: list[str], full_at: int) -> npt.NDArray[np.float64]:
+    """How far each text's statistical evidence is trusted: 1 from ``full_at`` words on,
+    proportionally less below. A text of two or three words says too little to accuse
+    anyone by its wording or meaning alone."""
+    return np.minimum(1.0, np.asarray([len(text.split()) for text in texts]) / full_at)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
