@@ -50,7 +50,8 @@ def test_most_photographed_mrzs_and_screenshots_are_found(outcomes: list[images.
     found, total = _found(outcomes, "code", "code")
     assert found >= 1
     secrets = [o for o in outcomes if "secrets" in o.sample.expected]
-    assert sum(o.matched["secrets"] for o in secrets) >= 1
+    # a key in a screenshot and in a config file, as OCR misreads them: both found
+    assert [o.matched["secrets"] for o in secrets] == [True] * len(secrets)
 
 
 def test_a_second_look_at_the_mrz_band_recovers_what_the_first_reading_garbled() -> None:

@@ -281,3 +281,81 @@ BLOCKS_ENDING_IN_WORDS = {
 )
 def test_languages_whose_blocks_end_in_words_read_as_code(snippet: str) -> None:
     assert code_score(snippet).score >= 0.5, code_score(snippet)
+
+
+# Languages no line cue names: read as code by the shape model alone.
+UNCUED = {
+    "haskell": """insert :: Ord a => a -> Tree a -> Tree a
+insert x Leaf = Node Leaf x Leaf
+insert x t@(Node l y r)
+  | x < y     = Node (insert x l) y r
+  | x > y     = Node l y (insert x r)
+  | otherwise = t
+size :: Tree a -> Int
+size Leaf = 0
+size (Node l _ r) = size l + 1 + size r
+""",
+    "ocaml": """let rec fold f acc xs =
+  match xs with
+  | [] -> acc
+  | x :: rest -> fold f (f acc x) rest
+let total = fold (+) 0 [1; 2; 3]
+let () = Printf.printf "%d\\n" total
+type shape = Circle of float | Rect of float * float
+let area s = match s with Circle r -> 3.14 *. r *. r | Rect (w, h) -> w *. h
+""",
+    "erlang": """-module(counter).
+-export([start/0, loop/1]).
+start() -> spawn(counter, loop, [0]).
+loop(N) ->
+    receive
+        {inc, From} -> From ! {ok, N + 1}, loop(N + 1);
+        {get, From} -> From ! {value, N}, loop(N);
+        stop -> ok
+    end.
+""",
+    "fortran": """program area
+  implicit none
+  real :: r, a
+  integer :: i
+  do i = 1, 10
+    r = real(i) * 0.5
+    a = 3.14159 * r**2
+    print *, i, a
+  end do
+end program area
+""",
+}
+
+
+@pytest.mark.parametrize("snippet", UNCUED.values(), ids=UNCUED.keys())
+def test_code_of_languages_no_cue_names_reads_as_code(snippet: str) -> None:
+    assert code_score(snippet).score >= 0.5, code_score(snippet)
+
+
+def test_the_line_model_tells_code_shapes_from_sentences_and_forms() -> None:
+    from vsr_extproc.detectors.code import LINE_MODEL_THRESHOLD, line_code_probability
+
+    for line in ("total := sum(xs) / len(xs)", "(map inc (filter odd? xs))", "x -> x * 2;"):
+        assert line_code_probability(line) >= LINE_MODEL_THRESHOLD, line
+    for line in (
+        "Thank you for your order, it will ship on Monday.",
+        "Subtotal: $42.50",
+        "12 Elm Street, Springfield 62704",
+        "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<",
+    ):
+        assert line_code_probability(line) < LINE_MODEL_THRESHOLD, line
+    # fewer than three tokens say nothing either way: a word of a file tree, a block end
+    assert line_code_probability("tests") == line_code_probability("end") == 0.5
+
+
+def test_comments_inside_code_do_not_count_as_prose() -> None:
+    commented = """# Read the settings file and return the values the service needs.
+# Missing keys fall back to the defaults written in the module below.
+# The caller is expected to handle a missing file by itself.
+def load(path):
+    with open(path) as handle:
+        data = json.load(handle)
+    return {**DEFAULTS, **data}
+"""
+    assert code_score(commented).score >= 0.5, code_score(commented)

@@ -210,6 +210,16 @@ def test_ocr_noise_is_repaired_before_verifying(lines: list[str]) -> None:
     assert text[match.start : match.end] == "\n".join(lines)
 
 
+def test_a_document_number_with_two_letters_read_as_digits_verifies() -> None:
+    # an ID card font whose O OCR reads as 0, twice in one number
+    lines = td1(number="ROON6X5<<")
+    misread = [lines[0].replace("ROON6X5", "R00N6X5"), *lines[1:]]
+    match = only("\n".join(misread))
+    assert match.format == "td1"
+    assert match.valid, match.checks
+    assert match.fields()["document_number"].startswith("ROON6X5")
+
+
 def test_a_filler_run_miscount_cannot_make_a_wrong_check_digit_pass() -> None:
     lines = td3(personal="")
     second = lines[1].replace("<" * 14, "<" * 10)

@@ -193,3 +193,50 @@ def test_an_azure_connection_string_reveals_its_account_key() -> None:
     text = f"DefaultEndpointsProtocol=https;AccountName=prodlogs;AccountKey={key};EndpointSuffix=x"
     (finding,) = find_secrets(text)
     assert text[finding.start : finding.end] == key
+
+
+# --- text read from a screenshot by OCR ----------------------------------------------------
+
+from vsr_extproc.detectors import find_secrets_in_read_text  # noqa: E402
+
+READ = {
+    # digits read for letters in the key's name
+    "key-digits": 'SLACK_B0T_T0KEN = "xoxb-52641301322-32067060670-noXMGVavm9kDItk3msIxQ6Al"',
+    "key-y-as-v": 'OPENAI_API_KEV = "Hq7vP2xLm9Qe4Rt8Zs1WbN6yKd3FgJ0c"',
+    # a space read inside a token
+    "aws-split": "AWS_ACCESS_KEY_ID=AKIA7 BUG8FNC71FQMZM2",
+    "openai-split": 'OPENAI_API_KEY = "sk-proj -86lBclDks33PdIjwvAwkcNKfCLMAQ1506m56ngSzJLFZrSvR"',
+    # a token's prefix misread
+    "slack-prefix": "slack_bot_token: x0xb -61411735841-22166287049-oPh8isTXTXJpbVUTlXbZGxbA",
+    # the editor's window cut the value off: no closing quote
+    "cut-off": 'SESSION_TOKEN = "' + JWT[:70],
+    # a terminal wrapped the line, and read the dot with spaces around it
+    "wrapped": "export SESSION_TOKEN="
+    + JWT[:59]
+    + "\n"
+    + JWT[59:139].replace(".", " . ", 1)
+    + "\n"
+    + JWT[139:]
+    + "\nexport LOG_LEVEL=info",
+    # a PEM marker with its dashes miscounted
+    "pem-dashes": PRIVATE_KEY.replace("-----BEGIN", "--BEGIN").replace("Y-----\nM", "Y--\nM"),
+}
+
+
+@pytest.mark.parametrize("text", READ.values(), ids=READ.keys())
+def test_credentials_misread_by_ocr_are_still_found(text: str) -> None:
+    assert find_secrets_in_read_text(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'prompt = "Enter your password"',  # words with spaces: a label, not one token
+        "4 Secret_key: none\n5 region: eu-west-1",  # a gutter number is not glued to a key
+        "checksum = 9f86d081 884c7d65 9a2feaa0 c55ad015",  # a hash is not a secret
+        "request_id: 550e8400-e29b-41d4-a716-446655440000\nuser: 42",
+        "version = 1.0 build 8080 port 8443",
+    ],
+)
+def test_repairing_what_ocr_read_raises_no_false_alarm(text: str) -> None:
+    assert find_secrets_in_read_text(text) == [], text

@@ -33,7 +33,7 @@ from vsr_extproc.detectors.findings import (
 from vsr_extproc.detectors.mrz import MrzMatch, check_digit, find_mrz
 from vsr_extproc.detectors.pii import DEFAULT_PHONE_REGIONS, find_pii
 from vsr_extproc.detectors.redact import PLACEHOLDER_LABELS, Redactor
-from vsr_extproc.detectors.secrets import find_secrets
+from vsr_extproc.detectors.secrets import find_secrets, find_secrets_in_read_text
 
 __all__ = [
     "DEFAULT_PHONE_REGIONS",
@@ -50,5 +50,6 @@ __all__ = [
     "find_mrz",
     "find_pii",
     "find_secrets",
+    "find_secrets_in_read_text",
     "resolve_overlaps",
 ]

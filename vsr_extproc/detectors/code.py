@@ -14,6 +14,15 @@ line-number gutter (numbers that count up down the left edge, as editors show by
 default), diff markers (``+``, ``-``), and prompts (``$ ``, ``>>> ``, ``In [3]:``). The
 line cues are anchored at the start of the code, not of the screen line.
 
+Beside the cues, a line model that knows no language: each line becomes its *shape*
+(``line_shape``: a word becomes ``w``, a capitalised one ``W``, a camelCase one ``m``, a
+snake_case one ``_``, an English function word ``s``, a number ``9``; punctuation stays),
+and a logistic regression over the shape's character n-grams (``banks/code_lines.json``,
+fitted by ``python -m vsr_extproc.eval.codelines`` on code of some twenty languages
+against prose, forms, receipts and addresses) gives the probability that the line is code.
+``x = foo(bar);`` and ``(defun foo (x) (car x))`` have shapes no sentence has, whatever the
+language's keywords; a line the model is sure of counts as one cue.
+
 Lines that read as sentences (many words, mostly letters, no code shape) pull the score
 down, so prose, recipes ("2 cups (250 g) flour") and poetry stay low. The guessed language
 is given only when the text is code and one language's markers clearly lead.
@@ -22,9 +31,14 @@ is given only when the text is code and one language's markers clearly lead.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import orjson
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +155,86 @@ _LANGUAGE_FLOOR = 0.5
 _LANGUAGE_SAMPLE = 8_000
 
 
+CODE_LINES_BANK = Path(__file__).resolve().parent.parent / "banks" / "code_lines.json"
+#: a line the line model scores at least this likely to be code counts as one cue
+LINE_MODEL_THRESHOLD = 0.9
+_SHAPE_CHARS = 160  # of a line's shape: enough to tell code from prose, bounded cost
+_MIN_SHAPE = 3
+# a comment's opening mark, in the languages that have one of these: the line is prose
+# inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
+_COMMENT = re.compile(r"^\s*(?:#(?:\s|$)|//|/\*|--\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s)")
+_MUTE = 0.5  # what the line model says of a line too short to tell
+_TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
+# English function words: a line made of them is a sentence, in any layout
+FUNCTION_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """a an the and or but of to in on at by for with from as is are was were be been being
+        it its this that these those i you he she we they me him her us them my your his our
+        their not no if then so than too very can will would should could may might must shall
+        do does did have has had there here what which who whom whose when where why how all
+        any both each few more most other some such only own same just also into over under
+        about after before between through during without within upon""",
+    )
+)
+
+
+def _token_class(token: str) -> str:
+    first = token[0]
+    if first.isspace():
+        return " "
+    if first.isdigit():
+        return "9"
+    if not (first.isalpha() or first == "_"):
+        return token if token.isascii() else "?"
+    if token.lower() in FUNCTION_WORDS:
+        return "s"
+    if "_" in token:
+        return "_"
+    if any(char.isdigit() for char in token):
+        return "x"
+    if len(token) > 1 and token.isupper():
+        return "C"
+    inner_capital = any(char.isupper() for char in token[1:])
+    if first.isupper():
+        return "M" if inner_capital else "W"
+    return "m" if inner_capital else "w"
+
+
+def line_shape(line: str) -> str:
+    """``line`` as a run of token classes: ``self.total += price(x);`` is ``w.w += w(w);``,
+    ``Add the flour, then stir.`` is ``W s w, s w.``"""
+    return "".join(_token_class(token) for token in _TOKEN.findall(line.strip()))[:_SHAPE_CHARS]
+
+
+def shape_ngrams(shape: str) -> list[str]:
+    """The distinct character 1- to 4-grams of ``shape`` between start and end marks: the
+    line model's features, in fitting and in scoring."""
+    padded = f"^{shape}$"
+    return list(
+        dict.fromkeys(padded[i : i + n] for n in range(1, 5) for i in range(len(padded) - n + 1))
+    )
+
+
+@cache
+def _line_model() -> tuple[float, dict[str, float]]:
+    model = orjson.loads(CODE_LINES_BANK.read_bytes())
+    return float(model["intercept"]), model["weights"]
+
+
+def line_code_probability(line: str) -> float:
+    """How likely ``line`` (one screen line, without what the screen puts before it) is a
+    line of code, whatever the language, by its shape. A line of fewer than three tokens
+    (``app``, ``end``, ``x:``) says too little either way: 0.5."""
+    shape = line_shape(line)
+    if len(shape.replace(" ", "")) < _MIN_SHAPE:
+        return _MUTE
+    intercept, weights = _line_model()
+    known = [weights[gram] for gram in shape_ngrams(shape) if gram in weights]
+    logit = intercept + (sum(known) / math.sqrt(len(known)) if known else 0.0)
+    return 1.0 / (1.0 + math.exp(-logit))
+
+
 def _is_prose_line(line: str, cues: int) -> bool:
     """Many words, mostly letters, and at most one weak code cue: a sentence or verse."""
     words = _WORD.findall(line)
@@ -211,28 +305,37 @@ def code_score(text: str) -> CodeScore:
 
     Weighted: 0.6 share of code-like lines, 0.25 code punctuation density (saturating at
     6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
-    share of sentence-like lines.
+    share of sentence-like lines. The shares are of the lines that say something either
+    way: comment lines, and lines too short for the line model without a cue, are left out.
     """
     screen = screen_lines(text)
     if not screen:
         return CodeScore(0.0, None, 0)
     lines = [line for line, _ in screen]
-    code_lines = strong_lines = prose_lines = 0
+    code_lines = strong_lines = prose_lines = mute_lines = 0
     for line, prompted in screen:
+        if _COMMENT.match(line):
+            mute_lines += 1  # a comment is prose in code: it says nothing either way
+            continue
         cues = _line_cues(line) + prompted
+        likely = line_code_probability(line)
+        cues += likely >= LINE_MODEL_THRESHOLD
         if _is_prose_line(line, cues):
             prose_lines += 1
         elif cues:
             code_lines += 1
             strong_lines += cues >= 2
+        elif likely == _MUTE:
+            mute_lines += 1
     body = "\n".join(lines)
     visible = sum(not char.isspace() for char in body) or 1
     punctuation = sum(char in _CODE_PUNCTUATION for char in body) / visible
+    counted = max(1, len(lines) - mute_lines)
     score = (
-        0.6 * code_lines / len(lines)
+        0.6 * code_lines / counted
         + 0.25 * min(1.0, punctuation / 0.06)
-        + 0.15 * strong_lines / len(lines)
-        - 0.4 * prose_lines / len(lines)
+        + 0.15 * strong_lines / counted
+        - 0.4 * prose_lines / counted
     )
     score = round(min(1.0, max(0.0, score)), 3)
     language = _language(body[:_LANGUAGE_SAMPLE]) if score >= _LANGUAGE_FLOOR else None

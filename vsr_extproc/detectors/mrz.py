@@ -12,7 +12,8 @@ OCR of a document photo is noisy, so before verifying we repair what the layout 
 * each field is repaired by its character class: O/Q/D→0, I/L→1, S→5, B→8, Z→2, G→6 in
   dates and check digits, the reverse in country codes, sex and names;
 * a document number or optional data whose check fails may swap one confusable character
-  (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6) when that makes both its own and the composite check pass;
+  (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6), or two that are the same character, when that makes
+  both its own and the composite check pass;
 * a line whose length is off has its longest filler run padded or trimmed (OCR miscounts
   long runs of ``<`` by any amount; a run carries nothing but its length, and the check
   digits after it must still pass);
@@ -382,16 +383,27 @@ def _field_passes(rows: Sequence[str], layout: _Layout, name: str) -> bool:
     return _check_passes(layout.slices[name].read(rows), layout.slices[f"{name}_check"].read(rows))
 
 
-def _swap_one_confusable(rows: list[str], layout: _Layout, name: str) -> list[str] | None:
-    """Rows with the first swap of one confusable character of field ``name`` that makes
-    both its check and the composite check pass, or None. Requiring both keeps the chance
-    that a swap passes by accident near 1 in 100 per character tried."""
+def _swaps(value: str) -> Iterator[str]:
+    """``value`` with one confusable character swapped, then with two that are the same
+    character (a font whose ``O`` OCR reads as ``0`` misreads every one of them)."""
+    places = [index for index, char in enumerate(value) if char in _CONFUSABLE]
+    for index in places:
+        yield value[:index] + _CONFUSABLE[value[index]] + value[index + 1 :]
+    for first, second in itertools.combinations(places, 2):
+        if value[first] == value[second]:
+            swapped = _CONFUSABLE[value[first]]
+            yield (
+                value[:first] + swapped + value[first + 1 : second] + swapped + value[second + 1 :]
+            )
+
+
+def _swap_confusables(rows: list[str], layout: _Layout, name: str) -> list[str] | None:
+    """Rows with the first swap of confusable characters of field ``name`` (``_swaps``)
+    that makes both its check and the composite check pass, or None. Requiring both keeps
+    the chance that a swap passes by accident near 1 in 100 per swap tried."""
     piece = layout.slices[name]
-    value = piece.read(rows)
-    for index, char in enumerate(value):
-        if char not in _CONFUSABLE:
-            continue
-        candidate = _replace(rows, piece, value[:index] + _CONFUSABLE[char] + value[index + 1 :])
+    for value in _swaps(piece.read(rows)):
+        candidate = _replace(rows, piece, value)
         if _field_passes(candidate, layout, name) and _composite_passes(candidate, layout):
             return candidate
     return None
@@ -418,7 +430,7 @@ def _verify(rows: Sequence[str], layout: _Layout) -> tuple[list[str], dict[str, 
     for name in layout.checked:
         if layout.slices[name].kind != "alnum" or _field_passes(repaired, layout, name):
             continue
-        swapped = _swap_one_confusable(repaired, layout, name)
+        swapped = _swap_confusables(repaired, layout, name)
         if swapped is not None:
             repaired = swapped
     checks = {name: _field_passes(repaired, layout, name) for name in layout.checked}

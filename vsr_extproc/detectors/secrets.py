@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -262,6 +263,109 @@ def _jwts(text: str) -> Iterator[Finding]:
         payload = _decode_json_segment(match.group(2))
         confidence = 0.98 if isinstance(payload, dict) else 0.8
         yield Finding(FindingType.SECRET, *match.span(), confidence, "jwt")
+
+
+# --- text read by OCR -------------------------------------------------------------------------
+
+# A key before an assignment operator, on one line: where OCR's digit-for-letter confusions
+# ("SLACK_B0T_T0KEN", "SESSI0N_TOKEN", "API_KEV") are undone.
+_READ_KEY = re.compile(r"(?m)(?P<key>[A-Za-z0-9_.\-]{3,64})(?=[\"']?[ \t]*(?::=|=>|[:=](?!=)))")
+_KEY_DIGITS = {"0": "o", "1": "l", "5": "s", "8": "b"}
+_KEV = re.compile(r"(?i)(?<=ke)v(?![a-z])")
+# Two pieces of one token that OCR read with a space between them ("AKIA7 BUG8FNC71FQ",
+# "sk-proj -861Bc…"): each piece token-like (a digit, a symbol of tokens, or a capital
+# after a small letter), one of them long.
+_PIECE = re.compile(r"[^\s\"'`]+")
+_TOKEN_LIKE = re.compile(r"\d|[_\-./+=]|[a-z][A-Z]")
+_LONG_PIECE = 8
+# "…IDE2NjYyNTUzNzV9 . I20_y00Zv…": a JWT's dot read with spaces around it
+_SPACED_DOT = re.compile(r"(?P<left>[A-Za-z0-9_\-]{8}) (?P<dot>[.]) (?=[A-Za-z0-9_\-]{8})")
+# A quoted value that runs to the end of its line without its closing quote: the screen
+# cut it off ("SESSION_TOKEN = \"eyJhbGciOi…" wider than the editor's window).
+_CUT_VALUE = re.compile(r"(?m)(?P<open>[\"'`])(?P<value>[A-Za-z0-9_\-./+=:]{16,})[ \t]*$")
+_DASHES = re.compile(
+    r"-{2,6}(?P<marker>(?:BEGIN|END) (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-{2,6}"
+)
+_WRAPPED_SHARE = 0.85
+_WRAPPED_LINE = 60  # terminals wrap at 80 columns or more; OCR may drop a few characters
+_WRAP_END = re.compile(r"[A-Za-z0-9_\-./+=]{16}$")
+_WRAP_START = re.compile(r"[A-Za-z0-9_\-./+=]{8}")
+_CONFUSED_PREFIXES = ((re.compile(r"\bx0x(?=[abprs]-)"), "xox"), (re.compile(r"\bAlza"), "AIza"))
+
+
+def _key_repaired(match: re.Match[str]) -> str:
+    key = match.group("key")
+    letters = sum(char.isalpha() for char in key)
+    if letters < 0.6 * len(key):
+        return key  # a number, a version: not a key name misread
+    upper = sum(char.isupper() for char in key) > letters / 2
+    for digit, letter in _KEY_DIGITS.items():
+        key = key.replace(digit, letter.upper() if upper else letter)
+    return _KEV.sub("Y" if upper else "y", key)
+
+
+def _joined_line(line: str) -> str:
+    line = _SPACED_DOT.sub(r"\g<left>\g<dot>", line)
+    pieces = [(match.start(), match.end()) for match in _PIECE.finditer(line)]
+    out = []
+    last = 0
+    for (start, end), (next_start, next_end) in itertools.pairwise(pieces):
+        first, second = line[start:end], line[next_start:next_end]
+        gap = line[end:next_start]
+        if (
+            gap == " "
+            and not first.endswith((":", "=", ",", ";"))
+            and not first.isdigit()
+            and not second.isdigit()
+            and _TOKEN_LIKE.search(first)
+            and _TOKEN_LIKE.search(second)
+            and max(len(first), len(second)) >= _LONG_PIECE
+            and any(char.isalnum() for char in first)
+            and any(char.isalnum() for char in second)
+        ):
+            out.append(line[last:end])
+            last = next_start
+    out.append(line[last:])
+    return "".join(out)
+
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Lines a terminal wrapped at its width joined again: a line about as long as the
+    longest, ending in a long unbroken token, and a next line that goes on with one."""
+    width = max((len(line) for line in lines), default=0)
+    out: list[str] = []
+    previous = ""
+    for line in lines:
+        if (
+            len(previous) >= max(_WRAPPED_LINE, _WRAPPED_SHARE * width)
+            and _WRAP_END.search(previous)
+            and _WRAP_START.match(line)
+        ):
+            out[-1] += line
+        else:
+            out.append(line)
+        previous = line
+    return out
+
+
+def repaired_read_text(text: str) -> str:
+    """``text`` as OCR read it, with what OCR does to credentials undone: digits read for
+    letters in key names, spaces read inside a token, a token's prefix misread (``x0xb-``),
+    a PEM marker's dashes miscounted, a quoted value cut off by the edge of the screen
+    closed again, and a line a terminal wrapped joined again. Only for finding secrets: the
+    repaired text is never shown or sent."""
+    text = _READ_KEY.sub(_key_repaired, text)
+    text = "\n".join(_unwrapped([_joined_line(line) for line in text.split("\n")]))
+    for pattern, prefix in _CONFUSED_PREFIXES:
+        text = pattern.sub(prefix, text)
+    text = _DASHES.sub(r"-----\g<marker>-----", text)
+    return _CUT_VALUE.sub(r"\g<open>\g<value>\g<open>", text)
+
+
+def find_secrets_in_read_text(text: str) -> list[Finding]:
+    """``find_secrets`` on text read from an image by OCR (``repaired_read_text``). The
+    findings' spans are those of the repaired text: count them, do not cut with them."""
+    return find_secrets(repaired_read_text(text))
 
 
 def find_secrets(text: str) -> list[Finding]:

@@ -51,7 +51,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.detectors import FindingType, code_score, find_mrz, find_pii, find_secrets
+from vsr_extproc.detectors import (
+    FindingType,
+    code_score,
+    find_mrz,
+    find_pii,
+    find_secrets_in_read_text,
+)
 from vsr_extproc.errors import ImageError, SignalError
 from vsr_extproc.runtime.cache import LruCache
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
@@ -261,8 +267,9 @@ class TextDetector:
             found = find_pii(text, self.types)
             kinds = [finding.type.value for finding in found]
         else:
-            # every secret is of type "secret"; its kind (aws_access_key, password) says more
-            found = find_secrets(text)
+            # every secret is of type "secret"; its kind (aws_access_key, password) says more;
+            # OCR's misreadings of keys and tokens are undone first
+            found = find_secrets_in_read_text(text)
             kinds = [finding.detail or finding.type.value for finding in found]
         kept = [
             (kind, finding.confidence)
