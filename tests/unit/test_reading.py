@@ -102,3 +102,41 @@ def test_the_context_signal_still_counts_every_character_of_a_huge_request() -> 
     outcome = signal.evaluate_now(normalize(body(chat(user("word " * 400_000)))))
     assert outcome.matched
     assert outcome.value["tokens"] > 400_000
+
+
+def _emoji_cost(text: str) -> int:
+    """A stand-in tokenizer: an emoji costs four tokens, anything else one per word."""
+    return sum(4 if ord(char) > 0xFFFF else 0 for char in text) + len(text.split())
+
+
+def test_a_prompt_dense_in_tokens_is_cut_to_its_token_share_head_and_tail() -> None:
+    budget = ReadingBudget(
+        prompt_chars=300, message_chars=90, total_chars=480, prompt_tokens=100, total_tokens=150
+    )
+    prompt = "🙂" * 1000 + " the end"
+    reading = read(normalize(body(chat(user(prompt)))), "prompt", budget, _emoji_cost)
+    assert reading.read_tokens is not None
+    assert reading.read_tokens <= 100
+    assert sum(_emoji_cost(text) for text in reading.texts) == reading.read_tokens
+    head, tail = reading.texts
+    assert prompt.startswith(head)
+    assert tail.endswith("the end")  # the tail is still read
+    assert reading.report["read_tokens"] == reading.read_tokens
+    # the same prompt read by characters only takes its whole character share
+    by_chars = read(normalize(body(chat(user(prompt)))), "prompt", budget)
+    assert by_chars.read_chars == 300
+    assert reading.read_chars < by_chars.read_chars
+
+
+def test_the_token_total_bounds_every_message_together() -> None:
+    budget = ReadingBudget(prompt_tokens=50, message_tokens=50, total_tokens=80)
+    turns = [user("word " * 200), assistant("ok"), user("more " * 200)]
+    reading = read(normalize(body(chat(*turns))), "user", budget, lambda text: len(text.split()))
+    assert reading.read_tokens is not None
+    assert reading.read_tokens <= 80
+    assert len(reading.texts) >= 2  # the newest turn first, then what the total leaves
+
+
+def test_token_budgets_below_one_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1 token"):
+        ReadingBudget(prompt_tokens=0)

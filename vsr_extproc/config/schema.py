@@ -393,8 +393,35 @@ class ReadingConfig(Strict):
         description="all messages one signal reads together, at most",
     )
 
+    prompt_tokens: int = Field(
+        default=ReadingBudget().prompt_tokens,
+        ge=1,
+        le=10_000_000,
+        description="and up to this many of its model's tokens, for a signal whose cost "
+        "grows with tokens (the embedding signals; pii with names)",
+    )
+    message_tokens: int = Field(
+        default=ReadingBudget().message_tokens,
+        ge=1,
+        le=10_000_000,
+        description="each other message, in tokens, for such a signal",
+    )
+    total_tokens: int = Field(
+        default=ReadingBudget().total_tokens,
+        ge=1,
+        le=10_000_000,
+        description="all messages together, in tokens, for such a signal",
+    )
+
     def budget(self) -> ReadingBudget:
-        return ReadingBudget(self.prompt_chars, self.message_chars, self.total_chars)
+        return ReadingBudget(
+            self.prompt_chars,
+            self.message_chars,
+            self.total_chars,
+            self.prompt_tokens,
+            self.message_tokens,
+            self.total_tokens,
+        )
 
 
 class EntitiesConfig(Strict):

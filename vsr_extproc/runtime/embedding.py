@@ -118,6 +118,11 @@ class TextEncoder:
         """Content tokens per chunk (the model's window minus the special tokens)."""
         return self.max_tokens - (self._cls is not None) - (self._sep is not None)
 
+    def count_tokens(self, text: str) -> int:
+        """How many of the model's tokens ``text`` is (no special tokens)."""
+        ids: list[int] = self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+        return len(ids)
+
     def chunk(self, text: str, window: int | None = None, overlap: int = 16) -> list[Chunk]:
         """Split ``text`` into windows of at most ``window`` tokens (and the model's),
         overlapping by ``overlap`` tokens.
@@ -614,6 +619,10 @@ class Embedder:
     def _forget(self, key: bytes, shared: _Shared) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
+
+    def count_tokens(self, text: str) -> int:
+        """The model's tokens in ``text``: what reading it costs (``core.reading``)."""
+        return self.encoder.count_tokens(text)
 
     def plan(self, text: str) -> list[Chunk]:
         """The chunks ``chunks(text)`` embeds (tokenization only; safe on any thread).

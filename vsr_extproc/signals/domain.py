@@ -138,7 +138,9 @@ class DomainSignal(AsyncSignal):
         self.bank = bank
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(evaluation, self.scope, self.budget)
+        reading = scoped_reading(
+            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
+        )
         texts = reading.texts
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

@@ -658,7 +658,9 @@ class JailbreakSignal(AsyncSignal):
         self.model = model
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(evaluation, self.scope, self.budget)
+        reading = scoped_reading(
+            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
+        )
         texts = list(reading.texts)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

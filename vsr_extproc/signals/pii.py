@@ -35,7 +35,7 @@ from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.detectors import ENTITY_TYPES, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.pii import merge_phones, phones_at, pii_without_phones
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
+from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading, word_units
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.entities import EntityModel
@@ -136,7 +136,9 @@ class PiiSignal(AsyncSignal):
         self.scope: TextScope = entry.scope
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(evaluation, self.scope, self.budget)
+        # the named-entity model's cost grows with words and symbols, not characters
+        measure = word_units if self.entities is not None else None
+        reading = scoped_reading(evaluation, self.scope, self.budget, measure)
 
         async def compute() -> list[Finding]:
             # detection is CPU work: off the event loop, once per request and scope

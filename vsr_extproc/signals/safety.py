@@ -327,7 +327,9 @@ class SafetySignal(AsyncSignal):
         self.pooled = np.asarray([c not in own for c in chosen])
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(evaluation, self.scope, self.budget)
+        reading = scoped_reading(
+            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
+        )
         texts = list(reading.texts)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

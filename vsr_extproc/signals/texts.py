@@ -9,14 +9,17 @@ of a long request is bounded by the config's ``text.reading`` (``core.reading``)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
+import unicodedata
 from collections.abc import Sequence
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from vsr_extproc.core.reading import Reading, ReadingBudget, TextScope, read
+from vsr_extproc.core.reading import Measure, Reading, ReadingBudget, TextScope, read
 from vsr_extproc.core.signals import Evaluation
 from vsr_extproc.signals.base import Resources
 
@@ -26,12 +29,14 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_SENTENCE",
     "TextScope",
+    "as_seen",
     "embed_texts",
     "evidence",
     "reading_budget",
     "scoped_reading",
     "sentence_spans",
     "shared_embedder",
+    "word_units",
 ]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -61,16 +66,94 @@ def reading_budget(resources: Resources) -> ReadingBudget:
     return budget
 
 
-def scoped_reading(evaluation: Evaluation, scope: TextScope, budget: ReadingBudget) -> Reading:
-    """What a signal reads of its scope, one excerpt list per request, scope and budget.
+def scoped_reading(
+    evaluation: Evaluation,
+    scope: TextScope,
+    budget: ReadingBudget,
+    measure: Measure | None = None,
+    *,
+    seen: bool = False,
+) -> Reading:
+    """What a signal reads of its scope, one excerpt list per request, scope, budget and
+    measure (``core.reading``: what reading costs the signal's model, in its tokens);
+    with ``seen``, each text as a reader sees it (``as_seen``).
 
     ``prompt``: the newest user message. ``user``: every user message. ``conversation``:
     user messages and tool results (where indirect injection arrives). ``all``: every
     message, the system prompt and assistant turns included.
     """
-    return evaluation.memo(
-        ("reading", scope, budget), lambda: read(evaluation.request, scope, budget)
-    )
+
+    def reading() -> Reading:
+        taken = read(evaluation.request, scope, budget, measure)
+        if not seen:
+            return taken
+        return dataclasses.replace(taken, texts=tuple(as_seen(text) for text in taken.texts))
+
+    return evaluation.memo(("reading", scope, budget, measure, seen), reading)
+
+
+# Characters that change nothing a reader sees: zero-width spaces and joiners, bidi
+# embeddings, overrides and isolates, word joiners, the soft hyphen, the BOM. (Unicode tag
+# characters are left in: the jailbreak signal reads what they spell.)
+_INVISIBLE = dict.fromkeys(
+    [
+        0x00AD, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C,
+        0x202D, 0x202E, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0x2066, 0x2067, 0x2068,
+        0x2069, 0xFEFF,
+    ]
+)  # fmt: skip
+# Blocks whose letters can pass for Latin ones: Latin extensions, IPA, Greek, Cyrillic,
+# Armenian, Cherokee, phonetic small capitals, Cyrillic extensions.
+_LOOK_ALIKE_BLOCKS = (
+    (0x0180, 0x02B0), (0x0370, 0x0590), (0x13A0, 0x1400), (0x1D00, 0x1D80),
+    (0xA640, 0xA6A0), (0xAB70, 0xABC0),
+)  # fmt: skip
+_LATIN = re.compile(r"[A-Za-z]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+@cache
+def _as_latin() -> dict[int, str]:
+    """Each letter of ``_LOOK_ALIKE_BLOCKS`` that Unicode's confusables data (TR39, via
+    ``confusable_homoglyphs``) says looks like an ASCII letter, with that letter."""
+    from confusable_homoglyphs import confusables
+
+    table = {}
+    for start, end in _LOOK_ALIKE_BLOCKS:
+        for code in range(start, end):
+            found = confusables.is_confusable(chr(code), preferred_aliases=["latin"])
+            for glyph in found[0]["homoglyphs"] if found else ():
+                if glyph["c"].isascii() and glyph["c"].isalpha():
+                    table[code] = glyph["c"]
+                    break
+    return table
+
+
+def as_seen(text: str) -> str:
+    """``text`` as a reader sees it, for the models that judge its meaning: compatibility
+    forms folded (NFKC: fullwidth ``Ｉｇｎｏｒｅ`` is ``Ignore``), invisible characters
+    dropped, and — in text that is mostly Latin — Cyrillic, Greek and other look-alike
+    letters read as the Latin ones they pass for (``Ignоrе`` with two Cyrillic letters is
+    ``Ignore``). Text mostly in another script keeps its letters."""
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    if text.isascii():
+        return text
+    latin = len(_LATIN.findall(text))
+    if latin and latin * 2 >= len(_LETTER.findall(text)):
+        text = text.translate(_as_latin())
+    return text
+
+
+_WORD = re.compile(r"\w+")
+_SYMBOL = re.compile(r"[^\w\s]")
+_WIDE_SYMBOL = re.compile(r"[^\w\s\x00-\x7f]")
+
+
+def word_units(text: str) -> int:
+    """What ``text`` costs the named-entity model: a unit per word and per symbol (its
+    tokenizer splits on them), two per symbol outside ASCII (an emoji: measured at about
+    twice a word's time)."""
+    return sum(len(pattern.findall(text)) for pattern in (_WORD, _SYMBOL, _WIDE_SYMBOL))
 
 
 def shared_embedder(resources: Resources) -> Embedder:
