@@ -16,6 +16,7 @@ import structlog
 
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.request import NormalizedRequest
+from vsr_extproc.detectors import Detector
 from vsr_extproc.errors import RequestError
 from vsr_extproc.metrics import Metrics
 
@@ -48,11 +49,14 @@ class Observer:
         *,
         keep_content: bool = False,
         max_content_chars: int | None = None,
+        entities: Detector | None = None,
     ) -> None:
         self.metrics = metrics
         self.recorder = recorder
         self.keep_content = keep_content
         self.max_content_chars = max_content_chars
+        #: finds names to redact in kept content (the recorder's thread runs it)
+        self.entities = entities
 
     def decided(
         self, seen: Seen, body: bytes, request: NormalizedRequest, decision: RoutingDecision
@@ -132,6 +136,7 @@ class Observer:
                     outcome=outcome,
                     keep_content=self.keep_content,
                     max_content_chars=self.max_content_chars,
+                    entities=self.entities,
                     policy_fingerprint=seen.policy,
                     error=error,
                     at=at,

@@ -40,6 +40,7 @@ from vsr_extproc.config.schema import RouterConfig
 from vsr_extproc.core.policy import Policy
 from vsr_extproc.core.router import Router
 from vsr_extproc.core.runner import SignalRunner
+from vsr_extproc.detectors import Detector
 from vsr_extproc.envoy.api import RouterApi
 from vsr_extproc.envoy.servicer import DebugAccess, ExternalProcessor
 from vsr_extproc.errors import ConfigError
@@ -251,6 +252,17 @@ def _open_recorder(config: RouterConfig) -> ReplayRecorder | None:
     )
 
 
+def _kept_names(config: RouterConfig, resources: Resources) -> Detector | None:
+    """The named-entity model that takes names out of kept replay content (None when
+    content is not kept or the model is not installed; the records then say so)."""
+    if not (config.replay.enabled and config.replay.keep_content):
+        return None
+    from vsr_extproc.signals.pii import entity_model
+
+    model = entity_model(resources)
+    return model.find if model is not None else None
+
+
 async def _start_admin(service: Service, listen: str) -> None:
     host, _, port = listen.rpartition(":")
     app = make_admin_app(
@@ -297,6 +309,7 @@ async def start(
         recorder,
         keep_content=config.replay.keep_content,
         max_content_chars=config.replay.max_content_chars,
+        entities=_kept_names(config, resources),
     )
     limit = config.server.max_message_bytes
     server = grpc.aio.server(

@@ -342,6 +342,13 @@ def test_without_keep_content_a_record_holds_no_request() -> None:
     assert EMAIL not in orjson.dumps(record.__dict__).decode()
 
 
+def test_kept_content_without_a_name_model_says_names_were_kept() -> None:
+    record = record_of(chat(user(f"Dear Maria Gonzalez, write to {EMAIL}")))
+    assert record.content is not None
+    assert record.content["messages"][0]["content"] == "Dear Maria Gonzalez, write to <EMAIL_1>"
+    assert record.trace["content"] == "names not redacted: no named-entity model"
+
+
 def test_kept_content_has_pii_placeholders_and_images_as_hashes_with_features() -> None:
     router = Router(compile_policy(parse_config(IMAGE_CONFIG), Resources()))
     png = grey_png()

@@ -5,7 +5,9 @@ and the decision's trace (``explain_data``, which carries no PII values). With
 ``keep_content`` it also holds the request, made safe to keep:
 
 - every text (message content, text parts, tool-call arguments) has every PII type and
-  secret replaced by ``<EMAIL_1>``-style placeholders;
+  secret replaced by ``<EMAIL_1>``-style placeholders; names of people and organisations
+  too when the named-entity model is loaded (``entities``), else the trace says they were
+  kept;
 - every image is replaced by its SHA-256, its format, where it came from (``data`` or
   ``remote``; the URL itself may carry identifiers, so it is not kept) and, per image, what
   the image-family signals inspected (``features``: format, size, greyscale, OCR counts…
@@ -32,7 +34,7 @@ from vsr_extproc.core.explain import explain_data
 from vsr_extproc.core.request import ImagePart, NormalizedRequest
 from vsr_extproc.core.rewrite import Redaction
 from vsr_extproc.core.signals import SignalResult
-from vsr_extproc.detectors import FindingType
+from vsr_extproc.detectors import Detector, FindingType
 from vsr_extproc.errors import ImageError
 
 #: signal families that look at image pixels; replay cannot run them again (images are
@@ -101,6 +103,7 @@ def make_record(
     outcome: str | None = None,
     keep_content: bool,
     max_content_chars: int | None = None,
+    entities: Detector | None = None,
     policy_fingerprint: str,
     error: str | None = None,
     at: float | None = None,
@@ -136,7 +139,9 @@ def make_record(
             trace = {**trace, "content": f"not kept: {size} characters of text"}
         else:
             results = decision.results if decision is not None else {}
-            content = kept_content(request, results)
+            content = kept_content(request, results, entities)
+            if entities is None:
+                trace = {**trace, "content": "names not redacted: no named-entity model"}
     return ReplayRecord(
         id=replay_id,
         time=time.time() if at is None else at,
@@ -163,11 +168,16 @@ def _signal_summary(results: Mapping[str, SignalResult]) -> dict[str, Any]:
     }
 
 
-def kept_content(request: NormalizedRequest, results: Mapping[str, SignalResult]) -> dict[str, Any]:
-    """The request as a record keeps it: PII redacted, images as hashes and features."""
+def kept_content(
+    request: NormalizedRequest,
+    results: Mapping[str, SignalResult],
+    entities: Detector | None = None,
+) -> dict[str, Any]:
+    """The request as a record keeps it: PII redacted (names with ``entities``), images as
+    hashes and features."""
     document = {key: request.body[key] for key in _KEPT_FIELDS if key in request.body}
     messages = [message for message in document.get("messages", []) if isinstance(message, dict)]
-    Redaction(_ALL_TYPES)(messages)
+    Redaction(_ALL_TYPES, entities)(messages)
     images = iter(request.images)
     features = _image_features(results)
     document["messages"] = [_kept_message(message, images, features) for message in messages]

@@ -14,7 +14,9 @@ that a long message is a series of short CPU jobs, like the other detectors.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +158,8 @@ class EntityModel:
     memo: LruCache[bytes, list[Finding]] = field(
         default_factory=lambda: LruCache(4096), compare=False, repr=False
     )
+    #: spaCy's pipeline mutates its vocabulary while it reads: one caller at a time
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def find(self, text: str) -> list[Finding]:
         """The names in ``text``, by start; read in pieces of ``PIECE_CHARS``."""
@@ -169,7 +173,10 @@ class EntityModel:
     def find_many(self, texts: Iterable[str]) -> list[list[Finding]]:
         texts = list(texts)
         pieces = [(index, start) for index, text in enumerate(texts) for start in _starts(text)]
-        docs = self.nlp.pipe(texts[index][start : start + PIECE_CHARS] for index, start in pieces)
+        with self.lock:  # the signals' thread, redaction and the replay recorder share it
+            docs = list(
+                self.nlp.pipe(texts[index][start : start + PIECE_CHARS] for index, start in pieces)
+            )
         found: list[list[Finding]] = [[] for _ in texts]
         for (index, offset), doc in zip(pieces, docs, strict=True):
             cued = _cued_names(doc.text)
@@ -194,7 +201,55 @@ class EntityModel:
                 if entity.text.endswith(("'s", "’s")):
                     end -= 2  # "Maria Gonzalez's refund": the name, not its possessive
                 found[index].append(Finding(kind, start, end, confidence, "ner"))
+            found[index] = [
+                _without_apartment(finding, text=doc.text, offset=offset)
+                for finding in found[index]
+                if finding.type is not FindingType.PERSON
+                or not _a_place_or_company(doc.text, finding.start - offset, finding.end - offset)
+            ]
         return found
+
+
+# A street word or a company's legal form: the words that end a place's or a company's
+# name, not a person's ("Watson Street", "György út", "John Wiley & Sons Inc.")
+_PLACE_OR_COMPANY_WORD = (
+    r"(?:(?i:street|st\.|road|rd\.|avenue|ave\.|lane|boulevard|blvd\.?|drive|square|"
+    r"út|utca|rue|straße|strasse|str\.|vej|veien|vegen|gata|gatan|gade|calle|avenida|rua)"
+    r"|Inc|Ltd|LLC|Corp|Co|GmbH|AG|SA|plc|Associates|Group|Holdings|Partners|Sons)\b"
+)
+# after the name, on its line: a house number at once ("Nesvegi 71"), or such a word up
+# to three capitalised words on ("Marlin Alter And Associates")
+_PLACE_OR_COMPANY_AFTER = re.compile(
+    r"[ \t]+\d{1,5}\b(?![.,:/]\d)|(?:[ \t]+(?:[A-Z][\w'’-]*|&|and)){0,3}[ \t]*,?[ \t]*"
+    + _PLACE_OR_COMPANY_WORD
+)
+_ENDS_LIKE_A_PLACE = re.compile(r"\b" + _PLACE_OR_COMPANY_WORD + r"\.?$")
+_APARTMENT = re.compile(r"\s+Apt\.?$")  # "Mr. Johannes Lopez Apt. 59": the name, not "Apt"
+# ... and before it: "lives in", "at the corner of", "drops you off at", a few words back
+_PLACE_BEFORE = re.compile(
+    r"(?i:\b(?:lives?|living|located|situated|based|moved|relocated)\s+(?:in|on|at|near|to)"
+    r"|corner\s+of|off\s+at|(?:city|town|village|province|district)\s+of"
+    r"|\b(?:cite|villa|condomínio|condominio|colonia|barrio))(?:\s+\S+){0,3}\s+$"
+)
+_CONTEXT = 60
+
+
+def _a_place_or_company(text: str, start: int, end: int) -> bool:
+    """Whether the name at ``text[start:end]`` stands where a place or a company does."""
+    return (
+        _PLACE_OR_COMPANY_AFTER.match(text, end) is not None
+        or _ENDS_LIKE_A_PLACE.search(text[start:end]) is not None
+        or _PLACE_BEFORE.search(text[max(0, start - _CONTEXT) : start]) is not None
+    )
+
+
+def _without_apartment(finding: Finding, *, text: str, offset: int) -> Finding:
+    if finding.type is not FindingType.PERSON:
+        return finding
+    cut = _APARTMENT.search(text, 0, finding.end - offset)
+    if cut is None or cut.start() < finding.start - offset:
+        return finding
+    return dataclasses.replace(finding, end=offset + cut.start())
 
 
 def _cued_names(text: str) -> list[tuple[int, int]]:
