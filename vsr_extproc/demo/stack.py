@@ -8,6 +8,7 @@ same processes the same way. Every child runs in its own process group and is st
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -33,10 +34,40 @@ def envoy_binary() -> str:
     return str(beside) if beside.exists() else "envoy"
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_handed_out: set[int] = set()
+_chooser = random.Random(os.getpid() ^ time.time_ns())
+
+
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel gives outgoing connections (IANA's 49152 elsewhere)."""
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
+
+
 def free_port() -> int:
+    """A free port on 127.0.0.1 for a listener that binds it later.
+
+    Chosen below the kernel's ephemeral range: a port from that range can be taken by any
+    outgoing connection (Envoy's, a test client's) between this choice and the bind, which
+    made stacks fail to start now and then with "address already in use". Never the same
+    port twice in one process.
+    """
+    floor = _ephemeral_floor()
+    low = max(10_000, floor - 20_000)
+    if floor - low >= 1_000:
+        for _ in range(200):
+            port = _chooser.randrange(low, floor)
+            if port not in _handed_out and port_is_free(port):
+                _handed_out.add(port)
+                return port
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+        port = int(probe.getsockname()[1])
+    _handed_out.add(port)
+    return port
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
