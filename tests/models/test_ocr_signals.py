@@ -496,3 +496,50 @@ def test_recogniser_quirks_are_normalised_for_the_detectors() -> None:
     assert normalise("a×b") == "axb"
     assert normalise('"s3"，') == '"s3",'
     assert normalise("“quoted”《") == '"quoted"<<'
+
+
+def test_a_passport_is_decided_once_its_mrz_verifies_and_the_rest_of_the_page_is_not_read(
+    router: Router,
+) -> None:
+    config = {
+        "models": [
+            {"name": "m", "cluster": "c", "upstream_model": "up", "modalities": ["text", "image"]}
+        ],
+        "signals": {
+            "image_text": [
+                {"name": "passport_mrz", "detect": "mrz"},
+                {"name": "code", "detect": "code"},
+                {"name": "secrets", "detect": "secrets"},
+            ]
+        },
+        "decisions": [
+            {
+                "name": "identity_document",
+                "priority": 200,
+                "rules": "image_text.passport_mrz",
+                "action": {"type": "route", "models": ["m"]},
+            },
+            {
+                "name": "security_review",
+                "priority": 100,
+                "rules": "image_text.code",
+                "action": {
+                    "type": "route",
+                    "models": ["m"],
+                    "signal_headers": [
+                        {"signal": "image_text.secrets", "header": "x-leak", "value": "true"}
+                    ],
+                },
+            },
+        ],
+        "default": {"action": {"type": "route", "models": ["m"]}},
+    }
+    settling = Router(compile_policy(parse_config(config), Resources()))
+    request = settling.parse(body(_request(_fresh_png("passport.png", 21))), settling.policy)
+    decision = asyncio.run(settling.decide(request, settling.policy))
+    assert decision.name == "identity_document"
+    (report,) = decision.results["image_text.passport_mrz"].value["images"]
+    assert report["read"].startswith("the MRZ band first")
+    assert report["mrz"] == [{"format": "td3", "valid": True}]
+    for key in ("image_text.code", "image_text.secrets"):
+        assert decision.results[key].skipped, key  # the decision could no longer change

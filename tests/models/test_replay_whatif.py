@@ -32,6 +32,7 @@ from vsr_extproc.replay import (
 )
 from vsr_extproc.replay.whatif import (
     IMAGE_NOT_KEPT,
+    SKIPPED_LIVE,
     StoredImageRunner,
     parse_since,
     replay_body,
@@ -219,6 +220,18 @@ def test_an_image_signal_the_record_lacks_fails_and_on_error_decides(xray: Repla
     assert [(c.source, c.target, c.count) for c in report.changes] == [
         ("radiology", "colour_photo", 1)
     ]
+
+
+def test_an_image_signal_skipped_live_is_unknown_to_a_what_if(xray: ReplayRecord) -> None:
+    entries = [
+        {**entry, "matched": False, "value": {"skipped": "…"}, "skipped": True}
+        if entry.get("signal") == "image.xray_like"
+        else entry
+        for entry in xray.trace["signals"]
+    ]
+    skipped = dataclasses.replace(xray, trace={**xray.trace, "signals": entries})
+    stored = stored_image_results(skipped)["image.xray_like"]
+    assert stored.error == SKIPPED_LIVE  # not a "no match" the live decision never saw
 
 
 # --- the command line ----------------------------------------------------------------------

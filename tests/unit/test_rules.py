@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, OnError, Rule, evaluate
+from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, OnError, Rule, evaluate, verdict
 from vsr_extproc.core.signals import SignalResult
 
 
@@ -75,3 +75,18 @@ def test_trace_keeps_every_node() -> None:
     rule = AllOf((leaf("a.yes", "r.all[0]"), Not(leaf("a.no", "r.all[1].not"), "r.all[1]")), "r")
     paths = [node.path for node in evaluate(rule, RESULTS).walk()]
     assert paths == ["r", "r.all[0]", "r.all[1]", "r.all[1].not"]
+
+
+def test_a_verdict_is_certain_only_when_no_missing_signal_can_change_it() -> None:
+    yes, no = result("a.yes", True, 0.9), result("a.no", False, 0.9)
+    known = {"a.yes": yes, "a.no": no}  # "a.later" has not answered yet
+    later, on = Leaf("a.later", "l"), Leaf("a.yes", "y")
+    off = Leaf("a.no", "n")
+    assert verdict(AnyOf((later, on), "any"), known) is True
+    assert verdict(AllOf((later, off), "all"), known) is False
+    assert verdict(AllOf((later, on), "all"), known) is None
+    assert verdict(AnyOf((later, off), "any"), known) is None
+    assert verdict(Not(later, "not"), known) is None
+    assert verdict(Not(off, "not"), known) is True
+    failed = {"a.later": result("a.later", False, 0.0, error="timed out")}
+    assert verdict(Leaf("a.later", "l", on_error=OnError.MATCH), failed) is True

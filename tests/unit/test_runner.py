@@ -194,3 +194,81 @@ async def test_a_decision_that_redacts_more_text_than_the_limit_is_refused_with_
     large = router.parse(body(chat(user("mail me at a@example.com " + "x" * 2_000))), policy)
     with pytest.raises(RequestTooLarge, match="redacts at most 1000"):
         await router.decide(large, policy)
+
+
+# --- stopping once the decision is certain -------------------------------------------------
+
+
+class Flag(AsyncSignal):
+    """Answers ``matched`` after ``seconds``; counts the times it ran to the end."""
+
+    family: ClassVar[str] = "test"
+
+    def __init__(self, name: str, matched: bool, seconds: float) -> None:
+        self.name = name
+        self.matched = matched
+        self.seconds = seconds
+        self.timeout_s = 5.0
+        self.finished = 0
+
+    async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        await asyncio.sleep(self.seconds)
+        self.finished += 1
+        return Outcome(self.matched, 0.9)
+
+
+def _settling_policy(signals: dict[str, Flag], header: str | None = None) -> Policy:
+    models = {"m": ModelSpec("m", "c", "up"), "r": ModelSpec("r", "c", "restricted")}
+    headers = ((header, "x-found", "true"),) if header else ()
+    decisions = (
+        DecisionSpec("guard", 300, Leaf("test.guard", "d[0]", on_error=OnError.FAIL),
+                     BlockAction("no"), 0),
+        DecisionSpec("passport", 200, Leaf("test.passport", "d[1]"),
+                     RouteAction(("r",), signal_headers=headers), 1),
+        DecisionSpec("code", 100, Leaf("test.code", "d[2]"), RouteAction(("m",)), 2),
+    )  # fmt: skip
+    return Policy(models, dict(signals), decisions, DecisionSpec("default", -1, None,
+                  RouteAction(("m",)), 3))  # fmt: skip
+
+
+async def test_signals_still_running_once_the_decision_is_certain_are_stopped() -> None:
+    signals = {
+        "test.guard": Flag("guard", False, 0.0),
+        "test.passport": Flag("passport", True, 0.05),
+        "test.code": Flag("code", True, 3.0),  # the rest of a slow OCR
+    }
+    policy = _settling_policy(signals)
+    started = time.perf_counter()
+    decision = await Router(policy).decide(REQUEST, policy)
+    assert time.perf_counter() - started < 2.0  # not the 3 s of the signal it did not need
+    assert decision.name == "passport"
+    assert decision.results["test.code"].skipped
+    assert decision.results["test.code"].error is None
+    await asyncio.sleep(0)
+    assert signals["test.code"].finished == 0  # its work was cancelled, not left running
+    # explain waits for every signal: the whole trace, and the same decision
+    full = await Router(policy).explain(body(chat(user("hello"))))
+    assert full.name == "passport"
+    assert not any(result.skipped for result in full.results.values())
+
+
+@pytest.mark.parametrize(
+    ("why", "passport", "guard_seconds", "header"),
+    [
+        ("a higher decision may still match", False, 0.0, None),
+        ("a signal whose failure refuses the request is still running", True, 0.3, None),
+        ("the decision's header needs the slow signal", True, 0.0, "test.code"),
+    ],
+)
+async def test_nothing_is_stopped_while_the_decision_can_still_change(
+    why: str, passport: bool, guard_seconds: float, header: str | None
+) -> None:
+    signals = {
+        "test.guard": Flag("guard", False, guard_seconds),
+        "test.passport": Flag("passport", passport, 0.0),
+        "test.code": Flag("code", True, 0.2),
+    }
+    policy = _settling_policy(signals, header)
+    decision = await Router(policy).decide(REQUEST, policy)
+    assert not any(result.skipped for result in decision.results.values()), why
+    assert decision.name == ("passport" if passport else "code")

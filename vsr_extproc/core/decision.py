@@ -23,7 +23,7 @@ from vsr_extproc.core.policy import (
     requirements_of,
 )
 from vsr_extproc.core.request import NormalizedRequest
-from vsr_extproc.core.rules import NodeTrace, evaluate
+from vsr_extproc.core.rules import NodeTrace, OnError, evaluate, leaves, verdict
 from vsr_extproc.core.signals import SignalResult
 
 
@@ -163,6 +163,45 @@ _OUTCOMES = {
     ActionKind.BLOCK: RequestOutcome.BLOCKED,
     ActionKind.CONFIRM: RequestOutcome.CONFIRMED,
 }
+
+
+def settled(policy: Policy, request: NormalizedRequest, known: Mapping[str, SignalResult]) -> bool:
+    """Whether ``decide`` must choose the same decision whatever the signals not yet in
+    ``known`` will say, so that they need not finish (``SignalRunner.run``).
+
+    True when one decision's rule is already certain to match and every other decision
+    of its priority or higher is certain not to; no leaf with ``on_error: fail`` waits on
+    a signal (a failure there refuses the whole request); the decision can be served (a
+    route with a model for this request: otherwise the next decision would be tried); and
+    the signals its action turns into headers have finished.
+    """
+    for spec in policy.decisions:
+        for leaf in leaves(spec.rule) if spec.rule is not None else ():
+            if leaf.on_error is OnError.FAIL:
+                result = known.get(leaf.signal)
+                if result is None:
+                    return False
+                if result.failed:
+                    return True  # the request is refused, whatever else is found
+    verdicts = [
+        (spec, True if spec.rule is None else verdict(spec.rule, known))
+        for spec in policy.decisions
+    ]
+    certain = [spec for spec, value in verdicts if value is True]
+    if not certain:
+        return False
+    winner = max(certain, key=lambda spec: spec.priority)
+    if any(
+        spec is not winner and spec.priority >= winner.priority and value is not False
+        for spec, value in verdicts
+    ):
+        return False
+    action = winner.action
+    if isinstance(action, RouteAction):
+        if any(signal not in known for signal, _, _ in action.signal_headers):
+            return False
+        return _choose(policy, winner, requirements_of(request), []) is not None
+    return True
 
 
 def _trace(spec: DecisionSpec, results: Mapping[str, SignalResult]) -> DecisionTrace:

@@ -36,6 +36,7 @@ def explain_data(decision: RoutingDecision) -> dict[str, Any]:
                 "value": result.value,
                 "latency_ms": round(result.latency_ms, 3),
                 "error": result.error,
+                **({"skipped": True} if result.skipped else {}),
             }
             for key, result in decision.results.items()
         ],

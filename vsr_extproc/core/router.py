@@ -7,13 +7,14 @@ within one request.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
-from vsr_extproc.core.decision import RequestOutcome, RoutingDecision, decide
+from vsr_extproc.core.decision import RequestOutcome, RoutingDecision, decide, settled
 from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.policy import Policy, RouteAction
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.runner import SignalRunner
+from vsr_extproc.core.signals import SignalResult
 from vsr_extproc.errors import RequestTooLarge
 
 #: fills in the bytes of remote images before signals run (the opt-in fetcher)
@@ -49,18 +50,28 @@ class Router:
             )
         return normalize(body, max_parts=policy.limits.max_content_parts)
 
-    async def decide(self, request: NormalizedRequest, policy: Policy) -> RoutingDecision:
+    async def decide(
+        self, request: NormalizedRequest, policy: Policy, *, settle: bool = True
+    ) -> RoutingDecision:
+        """The request's decision; with ``settle``, signals still running once the
+        decision is certain are stopped (``decision.settled``), else every one finishes
+        (``explain``: the whole trace)."""
         if self.fetcher is not None and any(image.is_remote for image in request.images):
             await self.fetcher(request)
-        results = await self.runner.run(policy.signals, request)
+
+        def certain(known: Mapping[str, SignalResult]) -> bool:
+            return settled(policy, request, known)
+
+        results = await self.runner.run(policy.signals, request, certain if settle else None)
         decision = decide(policy, request, results)
         _check_redactable(decision, request, policy.limits.max_redact_chars)
         return decision
 
     async def explain(self, body: bytes, policy: Policy | None = None) -> RoutingDecision:
-        """Decide a raw request body without forwarding it anywhere."""
+        """Decide a raw request body without forwarding it anywhere, every signal run to
+        its end so that the trace is whole."""
         policy = policy or self._policy
-        return await self.decide(self.parse(body, policy), policy)
+        return await self.decide(self.parse(body, policy), policy, settle=False)
 
 
 def _check_redactable(decision: RoutingDecision, request: NormalizedRequest, limit: int) -> None:

@@ -109,6 +109,24 @@ def evaluate(rule: Rule, results: Mapping[str, SignalResult]) -> NodeTrace:
     return _any(rule.path, children)
 
 
+def verdict(rule: Rule, known: Mapping[str, SignalResult]) -> bool | None:
+    """What ``rule`` evaluates to whatever the signals not yet in ``known`` will say: True
+    or False when it is already certain, None while it depends on one of them (Kleene's
+    three-valued logic: an ``any`` with a true child is true, an ``all`` with a false
+    child is false, whatever the others)."""
+    if isinstance(rule, Leaf):
+        result = known.get(rule.signal)
+        return None if result is None else _leaf(rule, result).matched
+    if isinstance(rule, Not):
+        child = verdict(rule.child, known)
+        return None if child is None else not child
+    values = [verdict(child, known) for child in rule.children]
+    decisive = isinstance(rule, AnyOf)  # True settles an any; False settles an all
+    if decisive in values:
+        return decisive
+    return None if None in values else not decisive
+
+
 def _leaf(leaf: Leaf, result: SignalResult) -> NodeTrace:
     if result.error is not None:
         return NodeTrace(

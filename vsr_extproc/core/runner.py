@@ -4,12 +4,17 @@ Only the signals some decision references are in the policy, so only those run. 
 inline signals run straight away; the others run concurrently, each under its own timeout,
 so a decision costs about its slowest signal. A failure or timeout becomes a
 ``SignalResult`` with ``error`` set, never an exception that ends the stream.
+
+Given ``settled`` (``decision.settled``), the runner stops waiting as soon as the decision
+can no longer change: a passport page whose MRZ verified is a restricted-path request
+whatever the rest of its OCR says, so the rest is not read. The signals it stopped are
+reported ``skipped``, their work is cancelled and leaves the queues.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from time import perf_counter
 from typing import Protocol
 
@@ -59,26 +64,55 @@ class SignalRunner:
         self._observer = observer
 
     async def run(
-        self, signals: Mapping[str, Signal], request: NormalizedRequest
+        self,
+        signals: Mapping[str, Signal],
+        request: NormalizedRequest,
+        settled: Callable[[Mapping[str, SignalResult]], bool] | None = None,
     ) -> dict[str, SignalResult]:
+        """Every signal's result; with ``settled``, those still running once it says the
+        results so far decide the request are stopped and reported ``skipped``."""
         results: dict[str, SignalResult] = {}
-        waiting: list[tuple[str, Signal]] = []
+        waiting: dict[str, Signal] = {}
         for key, signal in signals.items():
             if signal.inline:
                 results[key] = self._run_inline(signal, request)
             else:
-                waiting.append((key, signal))
+                waiting[key] = signal
         if waiting:
             evaluation = Evaluation(request)
+            tasks = {
+                key: asyncio.ensure_future(self._run_async(signal, evaluation))
+                for key, signal in waiting.items()
+            }
             try:
-                finished = await asyncio.gather(
-                    *(self._run_async(signal, evaluation) for _, signal in waiting)
-                )
+                await self._wait(tasks, results, settled)
             finally:
+                for task in tasks.values():
+                    task.cancel()
                 evaluation.cancel()
-            for (key, _), result in zip(waiting, finished, strict=True):
-                results[key] = result
-        return results
+            for key in tasks:
+                if key not in results:
+                    results[key] = _skipped(waiting[key])
+        return {key: results[key] for key in signals}
+
+    @staticmethod
+    async def _wait(
+        tasks: Mapping[str, asyncio.Future[SignalResult]],
+        results: dict[str, SignalResult],
+        settled: Callable[[Mapping[str, SignalResult]], bool] | None,
+    ) -> None:
+        pending = set(tasks.values())
+        while pending:
+            if settled is not None and settled(results):
+                break
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for key, task in tasks.items():
+                if task in done:
+                    results[key] = task.result()
+        stopped = [task for task in pending if not task.done()]
+        for task in stopped:
+            task.cancel()
+        await asyncio.gather(*stopped, return_exceptions=True)
 
     def _run_inline(self, signal: Signal, request: NormalizedRequest) -> SignalResult:
         started = perf_counter()
@@ -108,6 +142,18 @@ class SignalRunner:
             result = _failure(signal, "cancelled: shared work was stopped", started)
         self._observer(result, timed_out=timed_out)
         return result
+
+
+def _skipped(signal: Signal) -> SignalResult:
+    return SignalResult(
+        signal.family,
+        signal.name,
+        False,
+        0.0,
+        {"skipped": "the decision was certain without it"},
+        0.0,
+        skipped=True,
+    )
 
 
 def _cancelling() -> bool:

@@ -46,6 +46,8 @@ class SignalResult:
     value: Any
     latency_ms: float
     error: str | None = None
+    #: not waited for: the decision was certain without it (``decision.settled``)
+    skipped: bool = False
 
     @property
     def key(self) -> str:

@@ -163,6 +163,7 @@ def _signal_summary(results: Mapping[str, SignalResult]) -> dict[str, Any]:
             "matched": result.matched,
             "confidence": round(result.confidence, 6),
             "error": result.error,
+            **({"skipped": True} if result.skipped else {}),
         }
         for key, result in results.items()
     }

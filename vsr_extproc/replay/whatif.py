@@ -20,7 +20,7 @@ import asyncio
 import base64
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,6 +36,9 @@ from vsr_extproc.errors import RequestError
 from vsr_extproc.replay.record import IMAGE_FAMILIES, ReplayRecord
 
 IMAGE_NOT_KEPT = "image not kept; only its hash and inspected features are stored"
+#: an image signal the live decision did not wait for: its answer is unknown, so a what-if
+#: applies the rule's on_error to it rather than taking it for "no match"
+SKIPPED_LIVE = "not evaluated live: the decision was certain without it"
 
 #: the fewest leading bytes each format is recognised by (``core.request.sniff_format``)
 _MAGIC = {
@@ -59,8 +62,12 @@ class StoredImageRunner(SignalRunner):
         self._stored = stored
 
     async def run(
-        self, signals: Mapping[str, Signal], request: NormalizedRequest
+        self,
+        signals: Mapping[str, Signal],
+        request: NormalizedRequest,
+        settled: Callable[[Mapping[str, SignalResult]], bool] | None = None,
     ) -> dict[str, SignalResult]:
+        """Every signal (a what-if decides with the whole trace: ``settled`` is ignored)."""
         if not request.images:
             # nothing to decode: image signals answer "no images" as they did live
             return await super().run(signals, request)
@@ -90,7 +97,7 @@ def stored_image_results(record: ReplayRecord) -> dict[str, SignalResult]:
                 float(entry["confidence"]),
                 entry.get("value"),
                 0.0,
-                entry.get("error"),
+                SKIPPED_LIVE if entry.get("skipped") else entry.get("error"),
             )
     return results
 

@@ -58,6 +58,7 @@ the MRZ's document number).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -179,11 +180,14 @@ class OcrEngine:
         orientation: int = 1,
         deadline: float | None = None,
         stop: threading.Event | None = None,
+        on_band: Callable[[OcrResult], None] | None = None,
     ) -> OcrResult:
         """OCR ``image`` (any PIL mode; EXIF ``orientation`` applied first).
 
         ``deadline`` is a ``time.perf_counter()`` value: past it, reading stops and the
-        result is marked incomplete. Setting ``stop`` does the same.
+        result is marked incomplete. Setting ``stop`` does the same. ``on_band`` is called
+        with what was read once the boxes shaped like an MRZ are (an incomplete result;
+        no text when there are none), before the rest of the image is read.
         """
         started = perf_counter()
 
@@ -205,6 +209,8 @@ class OcrEngine:
                 check()
                 readings[index] = self._recognise(_crop(pixels, boxes[index]))
             readings |= self._second_look(pixels, [boxes[i] for i in band], readings, check)
+            if on_band is not None:
+                on_band(_result(boxes, readings, len(band), scale, started, self.settings, False))
             for index in sorted(set(range(len(boxes))) - set(band)):
                 check()
                 readings[index] = self._recognise(_crop(pixels, boxes[index]))
@@ -212,23 +218,7 @@ class OcrEngine:
             complete = False
         else:
             complete = True
-        lines = [
-            OcrLine(normalise(text), _scaled_box(boxes[index], scale), confidence,
-                    _text_height(boxes[index]) * scale)
-            for index, (text, confidence) in readings.items()
-            if _kept(text, confidence, self.settings.min_confidence)
-        ]  # fmt: skip
-        read = len(readings)
-        rows = reading_order(lines)
-        return OcrResult(
-            [line for row in rows for line in row],
-            "\n".join(" ".join(line.text for line in row) for row in rows),
-            perf_counter() - started,
-            boxes=len(boxes),
-            complete=complete,
-            read=read,
-            mrz_boxes=len(band),
-        )
+        return _result(boxes, readings, len(band), scale, started, self.settings, complete)
 
     async def read_async(
         self,
@@ -237,6 +227,7 @@ class OcrEngine:
         orientation: int = 1,
         budget_s: float | None = None,
         owner: Hashable | None = None,
+        on_band: Callable[[OcrResult], None] | None = None,
     ) -> OcrResult:
         """``read`` on the engine's worker thread, stopping ``budget_s`` after it starts.
 
@@ -247,10 +238,17 @@ class OcrEngine:
         stops the thread at the next line, or removes the job from the queue at once.
         """
         stop = threading.Event()
+        loop = asyncio.get_running_loop()
+
+        def band_read(result: OcrResult) -> None:  # on the worker thread
+            if on_band is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(on_band, result)
 
         def work() -> OcrResult:
             deadline = None if budget_s is None else perf_counter() + budget_s
-            return self.read(image, orientation=orientation, deadline=deadline, stop=stop)
+            return self.read(
+                image, orientation=orientation, deadline=deadline, stop=stop, on_band=band_read
+            )
 
         try:
             return await self._worker.run(work, owner=owner)
@@ -368,6 +366,33 @@ def _session(model_path: str | Path, threads: int) -> Any:
 
 
 # --- image preparation ----------------------------------------------------------------------
+
+
+def _result(
+    boxes: list[FloatArray],
+    readings: dict[int, tuple[str, float]],
+    band: int,
+    scale: float,
+    started: float,
+    settings: OcrSettings,
+    complete: bool,
+) -> OcrResult:
+    lines = [
+        OcrLine(normalise(text), _scaled_box(boxes[index], scale), confidence,
+                _text_height(boxes[index]) * scale)
+        for index, (text, confidence) in readings.items()
+        if _kept(text, confidence, settings.min_confidence)
+    ]  # fmt: skip
+    rows = reading_order(lines)
+    return OcrResult(
+        [line for row in rows for line in row],
+        "\n".join(" ".join(line.text for line in row) for row in rows),
+        perf_counter() - started,
+        boxes=len(boxes),
+        complete=complete,
+        read=len(readings),
+        mrz_boxes=band,
+    )
 
 
 def prepare(image: Image.Image, orientation: int, max_side: int) -> tuple[UInt8Array, float]:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -142,30 +143,69 @@ class ImageReader:
         self, evaluation: Evaluation, image: ImagePart, limits: ImageLimits, budget_s: float
     ) -> ImageText | ImageError:
         """The text of ``image``: once per request, and from the cache when seen before."""
+        band = self._band(evaluation, image)
+
+        def band_read(result: OcrResult) -> None:
+            if not band.done():
+                band.set_result(_image_text(result))
 
         async def compute() -> ImageText | ImageError:
-            decoded = await decode(evaluation, image, limits)
-            if isinstance(decoded, ImageError):
-                return decoded
-            key = await run_cpu(image.digest, owner=evaluation)
-            cached = self._cache.get(key)
-            if cached is not None:
-                return dataclasses.replace(cached, cached=True)
-            try:
-                result = await self.engine.read_async(
-                    decoded.image,
-                    orientation=decoded.exif_orientation,
-                    budget_s=budget_s,
-                    owner=evaluation,
-                )
-            except Exception as exc:  # onnxruntime and OpenCV raise their own types
-                return ImageError(f"OCR failed: {type(exc).__name__}: {exc}")
-            text = _image_text(result)
-            if text.complete:
-                self._cache.put(key, text)
+            text = await self._compute(evaluation, image, limits, budget_s, band_read)
+            if not band.done():
+                band.set_result(text)
             return text
 
         return await evaluation.once(("ocr", image.index), compute)
+
+    async def read_band(
+        self, evaluation: Evaluation, image: ImagePart, limits: ImageLimits, budget_s: float
+    ) -> ImageText | ImageError:
+        """What OCR read of the boxes of ``image`` shaped like an MRZ, as soon as they are
+        read and before the rest of the image (the whole text when that came first: from
+        the cache, or an image without such boxes). ``read`` goes on for the rest."""
+        reading = asyncio.ensure_future(self.read(evaluation, image, limits, budget_s))
+        try:
+            return await asyncio.shield(self._band(evaluation, image))
+        finally:
+            reading.cancel()  # only this wait: the read itself is shared (``once``)
+
+    @staticmethod
+    def _band(evaluation: Evaluation, image: ImagePart) -> asyncio.Future[ImageText | ImageError]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[ImageText | ImageError] = evaluation.memo(
+            ("ocr-band", image.index), loop.create_future
+        )
+        return future
+
+    async def _compute(
+        self,
+        evaluation: Evaluation,
+        image: ImagePart,
+        limits: ImageLimits,
+        budget_s: float,
+        on_band: Callable[[OcrResult], None],
+    ) -> ImageText | ImageError:
+        decoded = await decode(evaluation, image, limits)
+        if isinstance(decoded, ImageError):
+            return decoded
+        key = await run_cpu(image.digest, owner=evaluation)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return dataclasses.replace(cached, cached=True)
+        try:
+            result = await self.engine.read_async(
+                decoded.image,
+                orientation=decoded.exif_orientation,
+                budget_s=budget_s,
+                owner=evaluation,
+                on_band=on_band,
+            )
+        except Exception as exc:  # onnxruntime and OpenCV raise their own types
+            return ImageError(f"OCR failed: {type(exc).__name__}: {exc}")
+        text = _image_text(result)
+        if text.complete:
+            self._cache.put(key, text)
+        return text
 
     def close(self) -> None:
         self._cache.clear()
@@ -341,7 +381,23 @@ class ImageTextSignal(AsyncSignal):
     async def _inspect(
         self, evaluation: Evaluation, image: ImagePart
     ) -> tuple[dict[str, Any], Detected | None]:
-        """One image's text-free report, and what its text yielded (None on error)."""
+        """One image's text-free report, and what its text yielded (None on error). An
+        MRZ is looked for in the boxes shaped like one as soon as they are read: one that
+        verifies is the answer, without waiting for the rest of the page."""
+        if self.detector.detect == "mrz":
+            band = await self.reader.read_band(evaluation, image, self.limits, self.ocr_budget_s)
+            if isinstance(band, ImageText) and not band.complete:
+                detected = await run_cpu(self.detector, band.text, owner=evaluation)
+                if detected.matched:
+                    return {
+                        "image": image.index,
+                        "matched": True,
+                        **detected.summary,
+                        "ocr_ms": band.ocr_ms,
+                        "lines": band.lines,
+                        "complete": False,
+                        "read": f"the MRZ band first: {band.read}/{band.boxes} text boxes",
+                    }, detected
         read = await self.reader.read(evaluation, image, self.limits, self.ocr_budget_s)
         if isinstance(read, ImageError):
             return {"image": image.index, "error": str(read)}, None
