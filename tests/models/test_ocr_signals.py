@@ -543,3 +543,19 @@ def test_a_passport_is_decided_once_its_mrz_verifies_and_the_rest_of_the_page_is
     assert report["mrz"] == [{"format": "td3", "valid": True}]
     for key in ("image_text.code", "image_text.secrets"):
         assert decision.results[key].skipped, key  # the decision could no longer change
+
+
+def test_an_ocr_failure_ends_the_wait_for_the_mrz_band_at_once(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    signal = router.policy.signals[KEYS[0]]
+    assert isinstance(signal, ImageTextSignal)
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the OCR worker died")
+
+    monkeypatch.setattr(signal.reader, "_compute", broken)
+    decision = _decide(router, _fresh_png("passport.png", 33))
+    mrz = decision.results["image_text.passport_mrz"]
+    assert mrz.error is not None
+    assert "timed out" not in mrz.error  # it failed with the read, not at its timeout

@@ -109,6 +109,9 @@ class SignalRunner:
             for key, task in tasks.items():
                 if task in done:
                     results[key] = task.result()
+        for key, task in tasks.items():
+            if task in pending and task.done() and not task.cancelled():
+                results[key] = task.result()  # finished while the last check ran: keep it
         stopped = [task for task in pending if not task.done()]
         for task in stopped:
             task.cancel()

@@ -150,7 +150,12 @@ class ImageReader:
                 band.set_result(_image_text(result))
 
         async def compute() -> ImageText | ImageError:
-            text = await self._compute(evaluation, image, limits, budget_s, band_read)
+            try:
+                text = await self._compute(evaluation, image, limits, budget_s, band_read)
+            except BaseException:
+                if not band.done():
+                    band.cancel()  # whoever waits for the band stops waiting too
+                raise
             if not band.done():
                 band.set_result(text)
             return text
