@@ -34,8 +34,8 @@ from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily
 from vsr_extproc.signals.texts import (
     TextScope,
     embed_texts,
+    meaning_reading,
     reading_budget,
-    scoped_reading,
     shared_embedder,
 )
 
@@ -138,9 +138,7 @@ class DomainSignal(AsyncSignal):
         self.bank = bank
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(
-            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
-        )
+        reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
         texts = reading.texts
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

@@ -56,8 +56,8 @@ from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
     TextScope,
     embed_texts,
+    meaning_reading,
     reading_budget,
-    scoped_reading,
     sentence_spans,
     shared_embedder,
 )
@@ -658,9 +658,7 @@ class JailbreakSignal(AsyncSignal):
         self.model = model
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(
-            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
-        )
+        reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
         texts = list(reading.texts)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

@@ -52,8 +52,8 @@ from vsr_extproc.signals.texts import (
     TextScope,
     embed_texts,
     evidence,
+    meaning_reading,
     reading_budget,
-    scoped_reading,
     sentence_spans,
     shared_embedder,
 )
@@ -327,9 +327,7 @@ class SafetySignal(AsyncSignal):
         self.pooled = np.asarray([c not in own for c in chosen])
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
-        reading = scoped_reading(
-            evaluation, self.scope, self.budget, self.embedder.count_tokens, seen=True
-        )
+        reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
         texts = list(reading.texts)
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})

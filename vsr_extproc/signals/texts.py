@@ -32,6 +32,7 @@ __all__ = [
     "as_seen",
     "embed_texts",
     "evidence",
+    "meaning_reading",
     "reading_budget",
     "scoped_reading",
     "sentence_spans",
@@ -142,6 +143,15 @@ def as_seen(text: str) -> str:
     if latin and latin * 2 >= len(_LETTER.findall(text)):
         text = text.translate(_as_latin())
     return text
+
+
+def meaning_reading(
+    evaluation: Evaluation, scope: TextScope, budget: ReadingBudget, embedder: Embedder
+) -> Reading:
+    """What a signal that judges meaning with the embedding model reads (``domain``,
+    ``jailbreak``, ``safety``): its shares bounded in that model's tokens, each text as
+    a reader sees it (``as_seen``). One reading per request for all of them."""
+    return scoped_reading(evaluation, scope, budget, embedder.count_tokens, seen=True)
 
 
 _WORD = re.compile(r"\w+")
