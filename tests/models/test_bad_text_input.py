@@ -124,7 +124,7 @@ def test_a_hundred_kilobytes_of_one_token_is_decided_and_the_trace_says_what_was
     assert decision.name not in BLOCKING, (decision.name, decision.reason)
     read = decision.results["jailbreak.attack"].value
     assert read is not None
-    assert "read_chars" in read or "skipped" in read or "chunks" in read, read
+    assert read["read_chars"] + read["skipped_chars"] == len(text), read
 
 
 def test_an_attack_split_over_several_user_turns_is_blocked(router: Router) -> None:
