@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
     parser.add_argument("--samples", type=int, default=40, help="decisions per prompt size")
     parser.add_argument(
-        "--only", choices=("routing", "text", "fairness", "vision"), help="run one section"
+        "--only",
+        choices=("routing", "text", "fairness", "vision", "responses"),
+        help="run one section",
     )
     args = parser.parse_args(argv)
     print(f"vsr-extproc bench — {os.cpu_count()} CPUs, {args.duration:g} s per measurement")
@@ -153,6 +155,16 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== fairness: small requests beside 2 MB requests (processor's gRPC service)")
         fairness.report(fairness.main(args.samples))
         if args.only == "fairness":
+            return 0
+    if args.only in (None, "responses"):
+        from bench import responses
+
+        print(
+            "\n== the response phase: a streamed answer of 40 events through Envoy, without "
+            "and with response processing"
+        )
+        responses.main(args.samples * 3)
+        if args.only == "responses":
             return 0
     print("\n== routing overhead: Envoy → stand-in upstream, deterministic signals only")
     numbers = routing_overhead(args.duration)

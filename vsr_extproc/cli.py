@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--config", required=True, type=Path)
     explain.add_argument("--json", action="store_true", help="one JSON object per request")
     explain.add_argument(
+        "--answer",
+        type=Path,
+        help="also decide the response phase on this answer: a recorded chat.completion, a "
+        "recorded stream (data: lines) or a scripted reply {content, tool_calls}",
+    )
+    explain.add_argument(
         "files", nargs="+", help="OpenAI request JSON files, or - for JSON Lines on stdin"
     )
     explain.set_defaults(run=_explain)
@@ -224,12 +230,22 @@ def _explain(args: argparse.Namespace) -> int:
     _, policy = load_policy(args.config)
     router = Router(policy)
     failures = 0
+    answer = None
+    if args.answer is not None:
+        from vsr_extproc.response.explain import answer_from_bytes
+
+        try:
+            answer = answer_from_bytes(args.answer.read_bytes())
+        except (OSError, ValueError) as exc:
+            print(f"--answer {args.answer}: {exc}", file=sys.stderr)
+            return 2
 
     async def run() -> None:
         nonlocal failures
         for source, body in _requests(args.files):
             try:
                 decision = await router.explain(body)
+                response = _explain_answer(policy, answer, body)
             except RequestError as exc:
                 failures += 1
                 error = {"source": source, "error": str(exc), "status": exc.status}
@@ -240,12 +256,30 @@ def _explain(args: argparse.Namespace) -> int:
                 continue
             if args.json:
                 data: dict[str, Any] = {"source": source, **explain_data(decision)}
+                if response is not None:
+                    data["response"] = response
                 print(orjson.dumps(data, default=str).decode())
             else:
-                print(explain_table(decision, title=f"== {source}") + "\n")
+                print(explain_table(decision, title=f"== {source}"))
+                if response is not None:
+                    from vsr_extproc.response.explain import answer_table
+
+                    print(answer_table(response))
+                print()
 
     asyncio.run(run())
     return 1 if failures else 0
+
+
+def _explain_answer(policy: Any, answer: Any, body: bytes) -> dict[str, Any] | None:
+    """The response phase on ``answer`` for this request (None without an answer)."""
+    if answer is None:
+        return None
+    from vsr_extproc.core.normalize import normalize
+    from vsr_extproc.response.explain import explain_answer
+
+    answer.memo.clear()  # one answer, explained for each request afresh
+    return explain_answer(policy.responses, answer, normalize(body))
 
 
 def _replay(args: argparse.Namespace) -> int:

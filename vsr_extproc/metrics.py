@@ -8,6 +8,7 @@ from the config, outcomes and image formats from short fixed lists.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -16,6 +17,10 @@ from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import SignalResult
 from vsr_extproc.detectors import FindingType
 
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+_ANSWER_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
+_PER_TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
+_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _KNOWN_FORMATS = frozenset({"png", "jpeg", "webp", "gif", "bmp", "tiff"})
 _FINDING_TYPES = frozenset(kind.value for kind in FindingType)
@@ -98,6 +103,79 @@ class Metrics:
             "Decision records dropped (queue full or store failing); routing was unaffected",
             registry=registry,
         )
+
+        # the response phase; names follow OpenTelemetry's GenAI semantic conventions
+        # (gen_ai.client.token.usage, gen_ai.client.operation.duration,
+        # gen_ai.server.time_to_first_token, gen_ai.server.time_per_output_token)
+        answer_labels = ["model", "decision"]
+        self.token_usage = Histogram(
+            "gen_ai_client_token_usage",
+            "Tokens per answer by gen_ai_token_type (input, output); estimated=true when the "
+            "upstream sent no usage and the router counted about four characters a token",
+            [*answer_labels, "gen_ai_token_type", "estimated"],
+            buckets=_TOKEN_BUCKETS,
+            registry=registry,
+        )
+        self.operation_duration = Histogram(
+            "gen_ai_client_operation_duration_seconds",
+            "From the request leaving the router to the answer's end",
+            answer_labels,
+            buckets=_ANSWER_BUCKETS,
+            registry=registry,
+        )
+        self.time_to_first_token = Histogram(
+            "gen_ai_server_time_to_first_token_seconds",
+            "From the request leaving the router to the first token of a streamed answer",
+            answer_labels,
+            buckets=_ANSWER_BUCKETS,
+            registry=registry,
+        )
+        self.time_per_output_token = Histogram(
+            "gen_ai_server_time_per_output_token_seconds",
+            "Time per output token after the first, of streamed answers",
+            answer_labels,
+            buckets=_PER_TOKEN_BUCKETS,
+            registry=registry,
+        )
+        self.answers = Counter(
+            "vsr_answers",
+            "Answers of routed requests by status class and finish reason (gone: the client "
+            "or the upstream left before the end)",
+            [*answer_labels, "status", "finish_reason"],
+            registry=registry,
+        )
+        self.response_decisions = Counter(
+            "vsr_response_decisions",
+            "Response decisions that acted on an answer, by action (block, redact, annotate)",
+            ["decision", "action"],
+            registry=registry,
+        )
+
+    def answered_by_model(self, model: str, decision: str, outcome: dict[str, Any]) -> None:
+        """One answer's usage and timings (``ResponseExchange.outcome``)."""
+        labels = (model, decision)
+        usage = outcome["usage"]
+        estimated = "true" if usage["estimated"] else "false"
+        self.token_usage.labels(*labels, "input", estimated).observe(usage["input_tokens"])
+        self.token_usage.labels(*labels, "output", estimated).observe(usage["output_tokens"])
+        timings = outcome["timings"]
+        if timings["total_s"] is not None:
+            self.operation_duration.labels(*labels).observe(timings["total_s"])
+        if timings["first_token_s"] is not None:
+            self.time_to_first_token.labels(*labels).observe(timings["first_token_s"])
+        if timings["per_output_token_s"] is not None:
+            self.time_per_output_token.labels(*labels).observe(timings["per_output_token_s"])
+        status = outcome["status"]
+        reason = outcome["finish_reason"]
+        self.answers.labels(
+            *labels,
+            f"{status // 100}xx" if isinstance(status, int) else "none",
+            (reason if reason in _FINISH_REASONS else "other")
+            if reason
+            else ("none" if outcome["ended"] else "gone"),
+        ).inc()
+        for acted in outcome["decisions"]:
+            self.response_decisions.labels(acted["decision"], acted["action"]).inc()
 
     def signal(self, result: SignalResult, *, timed_out: bool) -> None:
         """The signal runner's observer."""

@@ -19,6 +19,7 @@ from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.detectors import Detector
 from vsr_extproc.errors import RequestError
 from vsr_extproc.metrics import Metrics
+from vsr_extproc.response.guard import ResponseExchange
 
 log = structlog.get_logger("vsr_extproc.request")
 
@@ -96,6 +97,27 @@ class Observer:
         self.metrics.answered("internal_error", "error", seen.seconds)
         log.exception("request_failed", request_id=seen.request_id, replay_id=seen.replay_id)
         self._record(seen, body, None, None, outcome="error", error="internal_error")
+
+    def responded(self, seen: Seen, decision: str, model: str, answer: ResponseExchange) -> None:
+        """The end of an answer's response phase (its end, a refusal, or a party gone)."""
+        outcome = answer.outcome()
+        self.metrics.answered_by_model(model, decision, outcome)
+        log.info(
+            "answered",
+            request_id=seen.request_id,
+            replay_id=seen.replay_id,
+            decision=decision,
+            model=model,
+            status=outcome["status"],
+            finish_reason=outcome["finish_reason"],
+            usage=outcome["usage"],
+            response_decision=outcome["decision"],
+            unreadable=outcome["unreadable"],
+            ended=outcome["ended"],
+        )
+        respond = getattr(self.recorder, "respond", None)
+        if respond is not None:
+            respond(seen.replay_id, outcome)
 
     def passed_through(self, seen: Seen, path: str, model: str | None) -> None:
         self.metrics.answered("passthrough", "passthrough")

@@ -149,3 +149,63 @@ def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
     assert "1 × secrets miss at detector" not in printed
     assert "1 × secrets miss at ocr" in printed
     assert orjson.loads(out.read_bytes())["problems"][0]["stage"] == "ocr"
+
+
+def _with_responses(tmp_path: Path) -> Path:
+    document = yaml.safe_load(DEMO.read_text())
+    document["signals"]["tool_call"] = [
+        {"name": "shell_rm", "tools": ["shell"], "destructive": True},
+    ]
+    document["signals"]["output"] = [{"name": "secret", "finds": ["secret"]}]
+    document["responses"] = {
+        "enabled": True,
+        "decisions": [
+            {"name": "no_rm", "priority": 10, "rules": "tool_call.shell_rm",
+             "action": {"type": "block", "message": "no"}},
+            {"name": "keys", "rules": "output.secret", "action": {"type": "redact"}},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "router.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        # a scripted reply, a recorded completion, a recorded stream
+        ({"tool_calls": [{"name": "bash", "arguments": '{"cmd": "rm -rf /srv"}'}]},
+         "blocked by no_rm"),
+        ({"choices": [{"index": 0, "message": {"content": "key AKIAIOSFODNN7EXAMPLE"}}]},
+         "redact by keys"),
+        ("data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"content": "hi"}}]}).decode()
+         + "\n\ndata: [DONE]\n\n", "passes unchanged"),
+    ],
+)  # fmt: skip
+def test_explain_decides_the_response_phase_on_a_given_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: Any, outcome: str
+) -> None:
+    config = _with_responses(tmp_path)
+    answer_file = tmp_path / "answer"
+    answer_file.write_text(answer if isinstance(answer, str) else orjson.dumps(answer).decode())
+    request = tmp_path / "request.json"
+    request.write_bytes(body(chat(user("hello"))))
+    code = main(["explain", "--config", str(config), "--json", "--answer", str(answer_file),
+                 str(request)])  # fmt: skip
+    assert code == 0
+    response = orjson.loads(capsys.readouterr().out)["response"]
+    assert response["outcome"] == outcome
+    assert len(response["decisions"]) == 2
+
+
+def test_explain_refuses_an_answer_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer_file = tmp_path / "answer"
+    answer_file.write_text("{not json")
+    request = tmp_path / "request.json"
+    request.write_bytes(body(chat(user("hello"))))
+    code = main(["explain", "--config", str(_with_responses(tmp_path)), "--answer",
+                 str(answer_file), str(request)])  # fmt: skip
+    assert code == 2
+    assert "not JSON and not a stream of events" in capsys.readouterr().err

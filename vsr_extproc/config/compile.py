@@ -26,6 +26,9 @@ from vsr_extproc.config.schema import (
     DefaultDecisionConfig,
     LeafRule,
     NotRule,
+    ResponseBlockConfig,
+    ResponseDecisionConfig,
+    ResponseRedactConfig,
     RouterConfig,
     RuleNode,
     family_entries,
@@ -43,11 +46,25 @@ from vsr_extproc.core.policy import (
 from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, Rule, leaves
 from vsr_extproc.core.signals import Signal
 from vsr_extproc.errors import ConfigError, ModelUnavailable
+from vsr_extproc.response.policy import (
+    AnnotateAnswer,
+    AnswerSignal,
+    BlockAnswer,
+    RedactAnswer,
+    ResponseAction,
+    ResponseDecisionSpec,
+    ResponsePolicy,
+)
 from vsr_extproc.signals import FAMILIES
 from vsr_extproc.signals.base import Resources
 
 # pydantic puts the tag of a tagged union into error locations; the file has no such key
-_TAGS = frozenset({"all", "any", "not", "signal", "route", "block", "confirm"})
+_TAGS = frozenset(
+    {"all", "any", "not", "signal", "route", "block", "confirm", "redact", "annotate"}
+)
+#: families whose signals read the model's answer, and those that read nothing else
+_ANSWER_FAMILIES = frozenset({"tool_call", "output"})
+_ANSWER_ONLY = frozenset({"output"})
 _UNION_FIELDS = frozenset({"rules", "action", "not"})
 
 
@@ -131,14 +148,36 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
             for leaf in leaves(rule)
             if leaf.signal not in entries
         ]
+        problems += [
+            f"{leaf.path}: {leaf.signal!r} reads the model's answer; use it in responses.decisions"
+            for leaf in leaves(rule)
+            if leaf.signal.partition(".")[0] in _ANSWER_ONLY
+        ]
         problems += _check_action(config, decision.action, f"{where}.action", entries)
         decisions.append(_decision(decision, rule, index))
     problems += _check_action(config, config.default.action, "default.action", entries)
+    answer_decisions = []
+    for index, response in enumerate(config.responses.decisions):
+        where = f"responses.decisions[{index}]"
+        rule = _rule(response.rules, f"{where}.rules")
+        for leaf in leaves(rule):
+            if leaf.signal not in entries:
+                problems.append(f"{leaf.path}: unknown signal {leaf.signal!r}")
+            elif leaf.signal.partition(".")[0] not in _ANSWER_FAMILIES:
+                problems.append(
+                    f"{leaf.path}: {leaf.signal!r} reads the request; response decisions "
+                    f"use {' and '.join(sorted(_ANSWER_FAMILIES))} signals"
+                )
+        answer_decisions.append(_response_decision(response, rule, index))
+    problems += _duplicates(
+        "responses.decisions", (decision.name for decision in config.responses.decisions)
+    )
     if problems:
         raise ConfigError(problems)
     referenced = _referenced(decisions)
     resources.begin_compile(config)
     signals = _build_signals(entries, referenced, resources)
+    answer_signals = _build_signals(entries, _referenced_by(answer_decisions), resources)
     decisions = [_with_entities(decision, resources) for decision in decisions]
     models = {
         model.name: ModelSpec(
@@ -165,6 +204,39 @@ def compile_policy(config: RouterConfig, resources: Resources, *, fingerprint: s
             config.limits.max_redact_chars,
         ),
         fingerprint=fingerprint,
+        responses=ResponsePolicy(
+            enabled=config.responses.enabled,
+            decisions=tuple(answer_decisions),
+            signals={key: _answer_signal(signal) for key, signal in answer_signals.items()},
+            window_chars=config.responses.guard_window_chars,
+            max_answer_bytes=config.responses.max_answer_bytes,
+            block_unreadable=config.responses.on_unreadable == "block",
+        ),
+    )
+
+
+def _answer_signal(signal: Signal) -> AnswerSignal:
+    if not callable(getattr(signal, "on_answer", None)):
+        raise TypeError(f"{signal.family}.{signal.name} cannot read an answer")
+    return signal  # type: ignore[return-value]
+
+
+def _referenced_by(decisions: list[ResponseDecisionSpec]) -> list[str]:
+    return list(dict.fromkeys(leaf.signal for d in decisions for leaf in leaves(d.rule)))
+
+
+def _response_decision(
+    config: ResponseDecisionConfig, rule: Rule, order: int
+) -> ResponseDecisionSpec:
+    action: ResponseAction
+    if isinstance(config.action, ResponseBlockConfig):
+        action = BlockAnswer(config.action.message, config.action.status)
+    elif isinstance(config.action, ResponseRedactConfig):
+        action = RedactAnswer(frozenset(kind.value for kind in config.action.types))
+    else:
+        action = AnnotateAnswer(tuple(config.action.headers.items()))
+    return ResponseDecisionSpec(
+        config.name, config.priority, rule, action, order, config.description
     )
 
 
@@ -308,4 +380,5 @@ def _action(action: ActionConfig) -> Action:
         headers=tuple(action.headers.items()),
         redact=tuple(kind.value for kind in action.redact),
         signal_headers=tuple((h.signal, h.header, h.value) for h in action.signal_headers),
+        process_response=action.process_response,
     )

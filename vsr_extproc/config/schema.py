@@ -156,6 +156,11 @@ class RouteActionConfig(Strict):
     signal_headers: tuple[SignalHeader, ...] = Field(
         default=(), description="headers added only when a signal matched"
     )
+    process_response: bool = Field(
+        default=True,
+        description="with `responses.enabled`, this route's answers are measured and guarded; "
+        "false: they pass untouched and the processor is not asked",
+    )
 
 
 class BlockActionConfig(Strict):
@@ -188,6 +193,85 @@ class DefaultDecisionConfig(Strict):
     name: Name = Field(default="default", description="reported like a decision's name")
     description: str = Field(default="", description="for people reading the config")
     action: ActionConfig = Field(description="route, block or confirm")
+
+
+# --- response decisions -------------------------------------------------------------------
+
+
+class ResponseBlockConfig(Strict):
+    type: Literal["block"]
+    message: str = Field(min_length=1, description="shown to the client in the error JSON")
+    status: int = Field(
+        default=403, ge=400, le=599, description="the HTTP status of a JSON answer's error"
+    )
+
+
+class ResponseRedactConfig(Strict):
+    type: Literal["redact"]
+    types: tuple[FindingType, ...] = Field(
+        default=(),
+        description="finding types replaced by typed placeholders in the text and the tool "
+        "call arguments; empty = the types the decision's signals look for",
+    )
+
+
+class ResponseAnnotateConfig(Strict):
+    type: Literal["annotate"]
+    headers: dict[HeaderName, str] = Field(
+        default_factory=dict,
+        description="added to a JSON answer's headers (a stream's headers have already left)",
+    )
+
+
+ResponseActionConfig = Annotated[
+    ResponseBlockConfig | ResponseRedactConfig | ResponseAnnotateConfig,
+    Field(discriminator="type"),
+]
+
+
+class ResponseDecisionConfig(Strict):
+    name: Name = Field(
+        description="reported in traces, logs, metrics and the error the client sees"
+    )
+    description: str = Field(default="", description="for people reading the config")
+    priority: int = Field(
+        default=0, ge=-1_000_000, le=1_000_000, description="higher wins among matching ones"
+    )
+    rules: RuleNode = Field(description="over `tool_call` and `output` signals")
+    action: ResponseActionConfig = Field(description="block, redact or annotate")
+
+
+class ResponsesConfig(Strict):
+    """The response phase: Envoy sends the answers of routed requests to the processor,
+    which measures them (tokens, latency, finish reason) and applies response decisions."""
+
+    enabled: bool = Field(
+        default=False,
+        description="process answers at all (routes can opt out with `process_response: false`)",
+    )
+    decisions: tuple[ResponseDecisionConfig, ...] = Field(
+        default=(), description="rules over the answer and their actions"
+    )
+    guard_window_chars: int = Field(
+        default=256,
+        ge=16,
+        le=16_384,
+        description="a stream's text is held back until this many further characters have "
+        "arrived (or it ends) while an `output` signal guards it: the longest value it can "
+        "redact across chunks",
+    )
+    max_answer_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        gt=0,
+        description="a JSON answer larger than this is not buffered; it is refused (502) "
+        "when a response decision would have to read it, passed on otherwise",
+    )
+    on_unreadable: Literal["block", "pass"] = Field(
+        default="block",
+        description="an answer the guards cannot read (malformed JSON or SSE, an unknown "
+        "content encoding, too large): block it with a clear error, or pass it on unchecked; "
+        "without response decisions it always passes",
+    )
 
 
 # --- signals ------------------------------------------------------------------------------
@@ -616,6 +700,9 @@ class RouterConfig(Strict):
     signals: SignalsConfig = Field(default=SignalsConfig(), description="named signals, by family")
     decisions: tuple[DecisionConfig, ...] = Field(default=(), description="rules and actions")
     default: DefaultDecisionConfig = Field(description="the decision when none applies")
+    responses: ResponsesConfig = Field(
+        default=ResponsesConfig(), description="the response phase: measure and guard answers"
+    )
     envoy: EnvoyConfig | None = Field(
         default=None, description="what `vsr-extproc envoy-config` builds Envoy's bootstrap from"
     )

@@ -51,11 +51,11 @@ def _trace_data(trace: DecisionTrace) -> dict[str, Any]:
         "matched": trace.matched,
         "confidence": round(trace.confidence, 6),
         "decided_by": trace.decided_by,
-        "rule": _node_data(trace.rule) if trace.rule is not None else None,
+        "rule": node_data(trace.rule) if trace.rule is not None else None,
     }
 
 
-def _node_data(node: NodeTrace) -> dict[str, Any]:
+def node_data(node: NodeTrace) -> dict[str, Any]:
     data: dict[str, Any] = {
         "path": node.path,
         "kind": node.kind,
@@ -67,7 +67,7 @@ def _node_data(node: NodeTrace) -> dict[str, Any]:
     if node.error is not None:
         data["error"] = node.error
     if node.children:
-        data["children"] = [_node_data(child) for child in node.children]
+        data["children"] = [node_data(child) for child in node.children]
     return data
 
 

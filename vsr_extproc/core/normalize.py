@@ -19,6 +19,7 @@ from vsr_extproc.core.request import (
     NormalizedRequest,
     Role,
     TextPart,
+    ToolCall,
 )
 from vsr_extproc.errors import InvalidRequest, RequestTooLarge
 
@@ -85,6 +86,23 @@ def _tool_names(tools: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _tool_call(raw: Any) -> ToolCall:
+    """An assistant's tool call, leniently: what a client sent back is history, not ours
+    to refuse; a malformed call becomes one with an empty name."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    function = function if isinstance(function, dict) else {}
+    name = function.get("name")
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = "" if arguments is None else orjson.dumps(arguments).decode()
+    identifier = raw.get("id") if isinstance(raw, dict) else None
+    return ToolCall(
+        name if isinstance(name, str) else "",
+        arguments,
+        identifier if isinstance(identifier, str) else None,
+    )
+
+
 class _Builder:
     """Numbers images across messages and bounds the number of content parts."""
 
@@ -116,6 +134,7 @@ class _Builder:
             name=name if isinstance(name, str) else None,
             tool_calls=len(tool_calls or ()),
             tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+            calls=tuple(_tool_call(call) for call in tool_calls or ()),
         )
 
     def content(

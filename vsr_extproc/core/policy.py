@@ -14,6 +14,7 @@ from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.rules import Rule
 from vsr_extproc.core.signals import Signal
 from vsr_extproc.detectors import Detector
+from vsr_extproc.response.policy import ResponsePolicy
 
 
 class Modality(StrEnum):
@@ -91,6 +92,8 @@ class RouteAction:
     signal_headers: tuple[tuple[str, str, str], ...] = ()
     #: finds person and organization names for ``redact`` (a named-entity model)
     entities: Detector | None = field(default=None, compare=False)
+    #: the answer goes through the response phase (when the policy has one)
+    process_response: bool = True
     kind: ActionKind = ActionKind.ROUTE
 
 
@@ -141,3 +144,5 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     #: a digest of the source config, reported in traces and reloads
     fingerprint: str = ""
+    #: what happens to the answers of routed requests
+    responses: ResponsePolicy = field(default_factory=ResponsePolicy)

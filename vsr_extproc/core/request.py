@@ -185,6 +185,16 @@ class TextPart:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call an assistant made: in the request's history or in an answer."""
+
+    name: str
+    #: the arguments as the model wrote them (JSON text, not necessarily valid)
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     index: int
     role: Role
@@ -193,6 +203,8 @@ class Message:
     name: str | None = None
     tool_calls: int = 0
     tool_call_id: str | None = None
+    #: the assistant's tool calls (``tool_calls`` counts them)
+    calls: tuple[ToolCall, ...] = ()
 
     @property
     def text(self) -> str:

@@ -114,6 +114,10 @@ class Redactor:
         pieces.append(text[position:])
         return "".join(pieces), chosen
 
+    def placeholder(self, kind: FindingType, value: str) -> str:
+        """The placeholder of one value (counted as one more replacement)."""
+        return self._placeholder(kind, value)
+
     def _placeholder(self, kind: FindingType, value: str) -> str:
         key = hashlib.blake2b(
             f"{kind}\0{_normalised(kind, value)}".encode("utf-8", "surrogatepass"),

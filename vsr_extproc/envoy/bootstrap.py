@@ -271,6 +271,10 @@ def _listener(
 
 
 def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
+    if config.responses.enabled:
+        # a JSON answer that a response decision reads is buffered instead of streamed
+        answers["allow_mode_override"] = True
     return _typed(
         "filters.http.ext_proc.v3.ExternalProcessor",
         grpc_service={
@@ -280,18 +284,31 @@ def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
             }
         },
         failure_mode_allow=envoy.failure_mode_allow,
-        processing_mode={
-            "request_header_mode": "SEND",
-            "request_body_mode": "BUFFERED",
-            "response_header_mode": "SKIP",
-            "response_body_mode": "NONE",
-        },
+        processing_mode=_processing_mode(config),
+        **answers,
         message_timeout=_seconds(envoy.message_timeout_ms),
         max_message_timeout=_seconds(max(envoy.message_timeout_ms, 30_000)),
         metadata_options={"receiving_namespaces": {"untyped": [METADATA_NAMESPACE]}},
         # the client's address, for trusting debug requests by source range
         request_attributes=[SOURCE_ADDRESS],
     )
+
+
+def _processing_mode(config: RouterConfig) -> dict[str, str]:
+    """Request bodies buffered; answers streamed when the policy has a response phase.
+
+    Streamed mode hands each chunk of an answer to the processor as it arrives, so tokens
+    are not held back. A request whose decision needs nothing from its answer pays nothing:
+    the processor ends the gRPC stream after the request, and Envoy then sends it neither
+    headers nor body of the answer.
+    """
+    responses = config.responses.enabled
+    return {
+        "request_header_mode": "SEND",
+        "request_body_mode": "BUFFERED",
+        "response_header_mode": "SEND" if responses else "SKIP",
+        "response_body_mode": "STREAMED" if responses else "NONE",
+    }
 
 
 def _local_reply_mappers(envoy: EnvoyConfig) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from envoy.config.core.v3 import base_pb2
+from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
 from envoy.type.v3 import http_status_pb2
 from google.protobuf import struct_pb2
@@ -123,3 +124,41 @@ def immediate_response(
             details=details,
         ),
     )
+
+
+def response_headers(
+    remove: Iterable[str] = (), *, buffered: bool = False
+) -> ext_proc.ProcessingResponse:
+    """Continue after the answer's headers; ``buffered``: hand over the whole body at once
+    (the filter allows the processor to override its streamed default)."""
+    common = ext_proc.CommonResponse(
+        header_mutation=ext_proc.HeaderMutation(remove_headers=list(remove))
+    )
+    response = ext_proc.ProcessingResponse(
+        response_headers=ext_proc.HeadersResponse(response=common)
+    )
+    if buffered:
+        response.mode_override.response_body_mode = processing_mode_pb2.ProcessingMode.BUFFERED
+    return response
+
+
+def response_body(
+    body: bytes | None, set_headers: Iterable[tuple[str, str]] = ()
+) -> ext_proc.ProcessingResponse:
+    """Continue with this part of the answer: unchanged (``body`` None) or replaced.
+
+    Headers can still change only while Envoy holds them (a buffered answer).
+    """
+    headers = list(set_headers)
+    common = ext_proc.CommonResponse()
+    if body is not None:
+        common.body_mutation.body = body
+    if headers:
+        common.header_mutation.set_headers.extend(_set(headers))
+    return ext_proc.ProcessingResponse(response_body=ext_proc.BodyResponse(response=common))
+
+
+def response_refusal(status: int, error: bytes, *, phase: str) -> ext_proc.ProcessingResponse:
+    """Answer the client with an error instead of the model's answer."""
+    answer = Answer(status, "application/json", error)
+    return immediate_response(answer, (), details=f"vsr_response_refused_{phase}")

@@ -5,7 +5,12 @@
    passthrough model and the stream ends here.
 2. ``request_body`` (BUFFERED): parse once, run the signals, decide, and reply with either
    routing headers plus the rewritten body, or an immediate answer. Then the stream ends,
-   so a slow upstream never holds a processor stream.
+   so a slow upstream never holds a processor stream — unless the policy has a response
+   phase and the decision's route takes part in it:
+3. ``response_headers``: JSON answers that a response decision reads are buffered (a
+   mode override), streams stay in streamed mode; anything else ends the stream here.
+4. ``response_body``: measured and guarded (``vsr_extproc.response.guard``); the stream
+   ends with the answer.
 """
 
 from __future__ import annotations
@@ -41,12 +46,17 @@ from vsr_extproc.envoy.convert import (
     header_map,
     headers_response,
     immediate_response,
+    response_body,
+    response_headers,
+    response_refusal,
 )
 from vsr_extproc.errors import RequestError
 from vsr_extproc.metrics import Metrics
 from vsr_extproc.observe import Observer, Seen
+from vsr_extproc.response.guard import ResponseExchange
 
 PASSTHROUGH = "passthrough"
+log = structlog.get_logger("vsr_extproc.response")
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,10 @@ class Exchange:
     debug: bool
     #: request headers the upstream must not receive (the debug token)
     remove: tuple[str, ...] = ()
+    #: the response phase of a routed request that takes part in it
+    answer: ResponseExchange | None = None
+    decision: str = ""
+    model: str = ""
 
 
 def _new_replay_id() -> str:
@@ -116,12 +130,45 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                         return
                 elif phase == "request_body" and exchange is not None:
                     yield await self._on_body(exchange, message.request_body.body)
-                    return
+                    if exchange.answer is None:
+                        return
+                elif phase == "response_headers" and exchange and exchange.answer:
+                    response, more = _on_response_headers(exchange.answer, message)
+                    yield response
+                    if not more:
+                        return
+                elif phase == "response_body" and exchange and exchange.answer:
+                    body = message.response_body
+                    response, more = await self._on_response_body(exchange.answer, body)
+                    yield response
+                    if not more:
+                        return
                 else:
                     # a phase this processor did not ask for: let the request continue
                     yield _unchanged(phase)
         finally:
             in_flight.dec()
+            if exchange is not None and exchange.answer is not None:
+                # the end of the answer, a refusal, or a client or upstream gone mid-way
+                seen, answer = exchange.seen, exchange.answer
+                self.observer.responded(seen, exchange.decision, exchange.model, answer)
+
+    async def _on_response_body(
+        self, answer: ResponseExchange, body: ext_proc.HttpBody
+    ) -> tuple[ext_proc.ProcessingResponse, bool]:
+        try:
+            if len(body.body) > 65_536:
+                # a large buffered answer is parsed and scanned off the loop
+                plan = await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
+            else:
+                plan = answer.on_body(body.body, body.end_of_stream)
+        except Exception:
+            log.exception("response_failed")
+            plan = answer.failed()
+        if plan.refuse is not None:
+            status, error = plan.refuse
+            return response_refusal(status, error, phase="body"), False
+        return response_body(plan.body, plan.headers), not body.end_of_stream
 
     def _on_headers(
         self, message: ext_proc.ProcessingRequest
@@ -161,6 +208,13 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                 response = await asyncio.to_thread(_respond, decision, request, exchange)
             else:
                 response = _respond(decision, request, exchange)
+            if _takes_part_in_responses(decision, policy):
+                exchange.answer = ResponseExchange(policy.responses, request)
+                exchange.decision = decision.name
+                exchange.model = decision.model.name if decision.model else ""
+                response.request_body.response.header_mutation.remove_headers.append(
+                    "accept-encoding"  # the guards read answers as the model wrote them
+                )
         except RequestError as exc:
             self.observer.rejected(seen, body, exc)
             return _answer(_error(exc), exc.code, seen.replay_id)
@@ -177,6 +231,34 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
             structlog.contextvars.unbind_contextvars("request_id")
         self.observer.decided(seen, body, request, decision)
         return response
+
+
+def _takes_part_in_responses(decision: RoutingDecision, policy: Policy) -> bool:
+    """Whether the answer to this decision goes through the response phase."""
+    action = decision.decision.action
+    return (
+        policy.responses.enabled
+        and isinstance(action, RouteAction)
+        and action.process_response
+        and decision.model is not None
+    )
+
+
+def _on_response_headers(
+    answer: ResponseExchange, message: ext_proc.ProcessingRequest
+) -> tuple[ext_proc.ProcessingResponse, bool]:
+    """Plan the answer once its headers are known; False: the stream ends here."""
+    try:
+        plan = answer.on_headers(header_map(message.response_headers))
+    except Exception:
+        log.exception("response_failed")
+        plan = answer.headers_failed()
+    if plan.refuse is not None:
+        status, error = plan.refuse
+        return response_refusal(status, error, phase="headers"), False
+    if plan.mode == "pass" or message.response_headers.end_of_stream:
+        return response_headers(remove=plan.remove), False
+    return response_headers(remove=plan.remove, buffered=plan.buffered), True
 
 
 def _redacts_a_large_body(decision: RoutingDecision, body: bytes) -> bool:

@@ -14,8 +14,10 @@ from vsr_extproc.signals import (
     keyword,
     language,
     modality,
+    output,
     pii,
     safety,
+    tool_call,
     vision,
 )
 from vsr_extproc.signals.base import SignalFamily
@@ -35,5 +37,7 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
         vision.FAMILY,
         image.FAMILY,
         image_text.FAMILY,
+        tool_call.FAMILY,
+        output.FAMILY,
     )
 }

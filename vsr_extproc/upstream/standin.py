@@ -7,13 +7,20 @@ who it is and what it received: its cluster and port, the ``model`` it was sent,
 messages and the router's ``x-vsr-*`` headers. That lets the demo show where a request
 went and lets the tests prove what reached an upstream (for example, that redacted PII
 never did).
+
+A request can script the answer with the ``x-standin-reply`` header (``Script``): the
+text, tool calls, how many stream events, delays, usage, and faults — so every path of
+the response phase can be seen from a client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import time
 import uuid
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +65,84 @@ def _summary(identity: dict[str, Any]) -> str:
     )
 
 
+SCRIPT_HEADER = "x-standin-reply"
+
+
+@dataclass(frozen=True)
+class Script:
+    """What a stand-in answers when the request carries ``x-standin-reply``: URL-safe
+    base64 of a JSON object with these fields (all optional).
+
+    ``content``, ``tool_calls`` ([{"name", "arguments"}]), ``chunks`` (events a streamed
+    content is split into), ``delay_ms`` (before each event, and before a JSON answer),
+    ``usage`` (send token counts: in a JSON answer, and in a stream's last chunk when the
+    client set ``stream_options.include_usage``). For fault tests: ``status`` (answer with
+    this HTTP status and an error body), ``malformed`` (invalid JSON, or a stream event
+    that is not JSON), ``cut`` (close the connection in the middle of the stream),
+    ``gzip`` (send the body gzip-encoded) and ``size_bytes`` (pad the content to at least
+    this many bytes). ``identity: false`` leaves out the ``vsr_standin`` field and fixes
+    the completion's id and time, so two answers to one script are equal byte for byte.
+    """
+
+    content: str | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()
+    chunks: int = 2
+    delay_ms: float = 0.0
+    usage: bool = True
+    status: int = 200
+    malformed: bool = False
+    cut: bool = False
+    gzip: bool = False
+    size_bytes: int = 0
+    #: False: no ``vsr_standin`` field, and a fixed id and time (byte-for-byte tests)
+    identity: bool = True
+
+    @classmethod
+    def from_header(cls, value: str | None) -> Script:
+        if not value:
+            return cls()
+        try:
+            document = orjson.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            raise ValueError(f"{SCRIPT_HEADER}: not URL-safe base64 of JSON ({exc})") from None
+        if not isinstance(document, dict):
+            raise ValueError(f"{SCRIPT_HEADER}: expected a JSON object")
+        calls = tuple(
+            (str(call.get("name", "")), str(call.get("arguments", "")))
+            for call in document.get("tool_calls") or ()
+            if isinstance(call, dict)
+        )
+        return cls(
+            content=document.get("content"),
+            tool_calls=calls,
+            chunks=max(1, int(document.get("chunks", 2))),
+            delay_ms=float(document.get("delay_ms", 0)),
+            usage=bool(document.get("usage", True)),
+            status=int(document.get("status", 200)),
+            malformed=bool(document.get("malformed", False)),
+            cut=bool(document.get("cut", False)),
+            gzip=bool(document.get("gzip", False)),
+            size_bytes=max(0, int(document.get("size_bytes", 0))),
+            identity=bool(document.get("identity", True)),
+        )
+
+
+def encode_script(**fields: Any) -> str:
+    """The ``x-standin-reply`` value for these fields (for tests and users)."""
+    return base64.urlsafe_b64encode(orjson.dumps(fields)).decode().rstrip("=")
+
+
+def _split(text: str, parts: int) -> list[str]:
+    if parts <= 1 or len(text) <= 1:
+        return [text]
+    size = -(-len(text) // parts)
+    return [text[position : position + size] for position in range(0, len(text), size)]
+
+
+def _tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
 async def _chat(spec: StandinSpec, request: web.Request) -> web.StreamResponse:
     try:
         body = orjson.loads(await request.read())
@@ -66,23 +151,75 @@ async def _chat(spec: StandinSpec, request: web.Request) -> web.StreamResponse:
             {"error": {"message": "stand-in: invalid JSON", "type": "invalid_request_error"}},
             status=400,
         )
-    delay = float(request.headers.get("x-standin-delay-ms", "0"))
-    if delay:
-        await asyncio.sleep(delay / 1000)
+    try:
+        script = Script.from_header(request.headers.get(SCRIPT_HEADER))
+    except ValueError as exc:
+        return web.json_response(
+            {"error": {"message": f"stand-in: {exc}", "type": "invalid_request_error"}},
+            status=400,
+        )
+    delay = float(request.headers.get("x-standin-delay-ms", "0")) or script.delay_ms
     identity = _identity(spec, request, body)
     completion_id = f"chatcmpl-standin-{uuid.uuid4().hex[:16]}"
     created = int(time.time())
+    if not script.identity:
+        completion_id, created = "chatcmpl-standin-scripted", 0
     model = identity["received_model"]
-    text = _summary(identity)
+    text = script.content if script.content is not None else _summary(identity)
+    if script.size_bytes > len(text):
+        text += " " + "x" * (script.size_bytes - len(text) - 1)
     headers = {"x-standin-cluster": spec.cluster}
+    if script.status != 200:
+        error = {"message": f"stand-in: scripted status {script.status}", "type": "server_error"}
+        return web.json_response({"error": error}, status=script.status, headers=headers)
+    prompt_tokens = sum(
+        _tokens(str(m.get("content", "")))
+        for m in body.get("messages") or ()
+        if isinstance(m, dict)
+    )
+    completion_tokens = _tokens(text) + sum(_tokens(a) for _, a in script.tool_calls)
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    finish = "tool_calls" if script.tool_calls else "stop"
     if isinstance(body, dict) and body.get("stream"):
+        if script.gzip:
+            headers["content-encoding"] = "gzip"
         response = web.StreamResponse(headers={**headers, "content-type": "text/event-stream"})
         await response.prepare(request)
-        chunks: list[dict[str, Any]] = [
-            {"delta": {"role": "assistant", "content": text}, "finish_reason": None},
-            {"delta": {}, "finish_reason": "stop"},
+        compressor = zlib.compressobj(wbits=31) if script.gzip else None
+
+        async def send(data: bytes, *, last: bool = False) -> None:
+            if compressor is not None:
+                data = compressor.compress(data) + (
+                    compressor.flush() if last else compressor.flush(zlib.Z_SYNC_FLUSH)
+                )
+            await response.write(data)
+
+        deltas: list[dict[str, Any]] = [
+            {
+                "delta": {"role": "assistant", "content": piece}
+                if position == 0
+                else {"content": piece},
+                "finish_reason": None,
+            }
+            for position, piece in enumerate(_split(text, script.chunks))
         ]
-        for position, choice in enumerate(chunks):
+        for order, (name, arguments) in enumerate(script.tool_calls):
+            pieces = _split(arguments, 2)
+            for position, piece in enumerate(pieces):
+                function: dict[str, Any] = {"arguments": piece}
+                call: dict[str, Any] = {"index": order, "function": function}
+                if position == 0:
+                    call.update(id=f"call_{order}", type="function")
+                    function["name"] = name
+                deltas.append({"delta": {"tool_calls": [call]}, "finish_reason": None})
+        deltas.append({"delta": {}, "finish_reason": finish})
+        for position, choice in enumerate(deltas):
+            if delay:
+                await asyncio.sleep(delay / 1000)
             chunk: dict[str, Any] = {
                 "id": completion_id,
                 "object": "chat.completion.chunk",
@@ -90,30 +227,61 @@ async def _chat(spec: StandinSpec, request: web.Request) -> web.StreamResponse:
                 "model": model,
                 "choices": [{"index": 0, **choice}],
             }
-            if position == 0:
+            if position == 0 and script.identity:
                 chunk[STANDIN_FIELD] = identity
-            await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
-        await response.write(b"data: [DONE]\n\n")
+            event = b"data: " + orjson.dumps(chunk) + b"\n\n"
+            if script.malformed and position == 1:
+                event = b"data: {not json\n\n"
+            if script.cut and position == len(deltas) // 2:
+                await send(event[: len(event) // 2])
+                assert request.transport is not None
+                request.transport.close()  # the upstream dies mid-event
+                return response
+            await send(event)
+        options = body.get("stream_options")
+        if script.usage and isinstance(options, dict) and options.get("include_usage"):
+            last = {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": usage,
+            }
+            await send(b"data: " + orjson.dumps(last) + b"\n\n")
+        await send(b"data: [DONE]\n\n", last=True)
         await response.write_eof()
         return response
-    completion = {
+    if delay:
+        await asyncio.sleep(delay / 1000)
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if script.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{order}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            for order, (name, arguments) in enumerate(script.tool_calls)
+        ]
+    completion: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": created,
         "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        STANDIN_FIELD: identity,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     }
-    return web.Response(
-        body=orjson.dumps(completion), content_type="application/json", headers=headers
-    )
+    if script.identity:
+        completion[STANDIN_FIELD] = identity
+    if script.usage:
+        completion["usage"] = usage
+    payload = orjson.dumps(completion)
+    if script.malformed:
+        payload = payload[: len(payload) // 2]
+    if script.gzip:
+        headers["content-encoding"] = "gzip"
+        payload = gzip.compress(payload)
+    return web.Response(body=payload, content_type="application/json", headers=headers)
 
 
 async def _models(spec: StandinSpec, request: web.Request) -> web.Response:

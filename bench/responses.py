@@ -1,0 +1,142 @@
+"""The response phase's cost on a streamed answer, side by side in one run.
+
+Three stacks of deploy/examples/rules-only.yaml behind a real Envoy, with stand-in
+upstreams that stream a scripted answer of ``CHUNKS`` events as fast as they can:
+
+* ``off``: no response phase (Envoy never sends the answer to the processor);
+* ``measured``: ``responses.enabled`` without decisions (usage and latency only);
+* ``guarded``: the demo's response decisions (tool calls, and an ``output`` guard that
+  holds text back by ``guard_window_chars``).
+
+The three run side by side and take turns, one request at a time on one connection each,
+so that drift on the machine touches all three alike. Reported: time to the first byte of
+the answer's body at the client, and the time to its end, p50 and p99; the added time per
+event is the difference in the whole answer's time divided by the number of events (Envoy
+may hand several events to the processor as one chunk, so per chunk it is at most that
+many times more).
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from vsr_extproc.demo.stack import Stack, prepare_stack
+from vsr_extproc.upstream.standin import SCRIPT_HEADER, encode_script
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES_ONLY = ROOT / "deploy" / "examples" / "rules-only.yaml"
+DEMO = ROOT / "deploy" / "demo" / "router.yaml"
+CHUNKS = 40
+#: ~40 tokens of ordinary text per event
+WORDS = "The answer goes on with ordinary words about the request. "
+
+
+def _document(kind: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(RULES_ONLY.read_text())
+    document["replay"] = {"enabled": False}
+    if kind == "off":
+        return document
+    demo = yaml.safe_load(DEMO.read_text())
+    if kind == "measured":
+        document["responses"] = {"enabled": True}
+        return document
+    document["signals"]["tool_call"] = demo["signals"]["tool_call"]
+    document["signals"]["output"] = demo["signals"]["output"]
+    document["responses"] = copy.deepcopy(demo["responses"])
+    return document
+
+
+def _start(document: dict[str, Any], workdir: Path) -> Stack:
+    stack = prepare_stack(document, workdir, ephemeral_ports=True)
+    stack.start_standins()
+    stack.start_processor()
+    stack.start_envoy()
+    stack.wait_ready()
+    return stack
+
+
+def _stream_once(client: httpx.Client, headers: dict[str, str]) -> tuple[float, float, int]:
+    body = {
+        "model": "auto",
+        "stream": True,
+        "messages": [{"role": "user", "content": "tell me about the weather"}],
+    }
+    started = time.perf_counter()
+    first = 0.0
+    size = 0
+    with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as answer:
+        for part in answer.iter_raw():
+            if not first and part:
+                first = time.perf_counter()
+            size += len(part)
+    return (first - started) * 1000, (time.perf_counter() - started) * 1000, size
+
+
+def measure(samples: int) -> dict[str, dict[str, list[float]]]:
+    script = {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False}
+    headers = {SCRIPT_HEADER: encode_script(**script)}
+    kinds = ("off", "measured", "guarded")
+    runs: dict[str, list[tuple[float, float, int]]] = {kind: [] for kind in kinds}
+    with tempfile.TemporaryDirectory(prefix="vsr-bench-responses-") as tmp:
+        stacks: dict[str, Stack] = {}
+        try:
+            for kind in kinds:
+                stacks[kind] = _start(_document(kind), Path(tmp) / kind)
+            clients = {kind: httpx.Client(base_url=stacks[kind].url, timeout=30) for kind in kinds}
+            for round_ in range(samples + 10):
+                for kind in kinds:
+                    run = _stream_once(clients[kind], headers)
+                    if round_ >= 10:  # the first rounds warm up
+                        runs[kind].append(run)
+            for client in clients.values():
+                client.close()
+        finally:
+            for stack in stacks.values():
+                stack.stop()
+    results: dict[str, dict[str, list[float]]] = {}
+    for kind in kinds:
+        sizes = {size for _, _, size in runs[kind]}
+        assert len(sizes) == 1, f"{kind}: answers differ in size: {sizes}"
+        results[kind] = {
+            "first_byte_ms": [first for first, _, _ in runs[kind]],
+            "total_ms": [total for _, total, _ in runs[kind]],
+        }
+    return results
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def report(results: dict[str, dict[str, list[float]]]) -> None:
+    for kind, runs in results.items():
+        first, total = runs["first_byte_ms"], runs["total_ms"]
+        print(
+            f"{kind:<9} first byte p50 {_p(first, 50):7.2f} ms  p99 {_p(first, 99):7.2f} ms   "
+            f"whole answer p50 {_p(total, 50):7.2f} ms  p99 {_p(total, 99):7.2f} ms"
+        )
+    base = results["off"]
+    for kind in ("measured", "guarded"):
+        runs = results[kind]
+        added_first = _p(runs["first_byte_ms"], 50) - _p(base["first_byte_ms"], 50)
+        added_total = _p(runs["total_ms"], 50) - _p(base["total_ms"], 50)
+        ratio = _p(runs["total_ms"], 50) / _p(base["total_ms"], 50)
+        print(
+            f"{kind} vs off: first byte {added_first:+.2f} ms p50, "
+            f"{added_total / CHUNKS:+.3f} ms per event ({CHUNKS} events, whole answer "
+            f"{added_total:+.2f} ms; with/without {ratio:.3f})"
+        )
+
+
+def main(samples: int = 100) -> dict[str, dict[str, list[float]]]:
+    results = measure(samples)
+    report(results)
+    return results

@@ -1,0 +1,289 @@
+"""The response phase end to end: a real Envoy, the processor, scripted stand-in upstreams.
+
+The stand-ins answer what ``x-standin-reply`` scripts (``vsr_extproc.upstream.standin``),
+so each path — usage, guards, faults — is driven from the client, as a user would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from stacks import DEMO, ROOT, start_stack
+
+from vsr_extproc.demo.stack import Stack
+from vsr_extproc.upstream.standin import SCRIPT_HEADER, encode_script
+
+PASSPORT = "C01X00T47"
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _document() -> dict[str, Any]:
+    """The rules-only example with the demo's response phase; ``coding`` opts out."""
+    document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
+    demo = yaml.safe_load(DEMO.read_text())
+    document["signals"]["tool_call"] = demo["signals"]["tool_call"]
+    document["signals"]["output"] = demo["signals"]["output"]
+    document["responses"] = copy.deepcopy(demo["responses"])
+    document["replay"] = {"enabled": False}
+    for decision in document["decisions"]:
+        if decision["name"] == "coding":
+            decision["action"]["process_response"] = False
+    return document
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = start_stack(_document(), tmp_path_factory.mktemp("responses"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def http(stack: Stack) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=stack.url, timeout=30.0) as client:
+        yield client
+
+
+def _body(prompt: str = "hello there", *, stream: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    return body
+
+
+def _chat(
+    http: httpx.Client, *, prompt: str = "hello there", stream: bool = False, **script: Any
+) -> httpx.Response:
+    headers = {SCRIPT_HEADER: encode_script(**script)} if script else {}
+    return http.post("/v1/chat/completions", json=_body(prompt, stream=stream), headers=headers)
+
+
+def _events(text: str) -> list[Any]:
+    return [
+        orjson.loads(block[len("data: ") :]) if block != "data: [DONE]" else "[DONE]"
+        for block in text.strip().split("\n\n")
+    ]
+
+
+def _content(text: str) -> str:
+    return "".join(
+        choice["delta"].get("content") or ""
+        for event in _events(text)
+        if isinstance(event, dict)
+        for choice in event.get("choices", ())
+    )
+
+
+def _metric(stack: Stack, name: str, **labels: str) -> float:
+    """The sum of a metric's samples whose labels include ``labels``."""
+    assert stack.config.envoy is not None
+    api = stack.config.envoy.router_api[0]
+    text = httpx.get(f"http://{api.address}:{api.port}/metrics").text
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                total += sample.value
+    return total
+
+
+def _settled(stack: Stack, name: str, expected: float, **labels: str) -> float:
+    """The metric once it reaches ``expected`` (an answer is counted when its processor
+    stream ends, just after the client has it), or what it is after 10 s."""
+    deadline = time.monotonic() + 10
+    while (value := _metric(stack, name, **labels)) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
+def _tool(name: str, **arguments: Any) -> dict[str, str]:
+    return {"name": name, "arguments": orjson.dumps(arguments).decode()}
+
+
+def test_usage_metrics_move_for_json_and_streamed_answers(stack: Stack, http: httpx.Client) -> None:
+    route = {"model": "general", "decision": "general_chat"}
+    output = {**route, "gen_ai_token_type": "output"}
+    measures: list[tuple[str, dict[str, str], float]] = [
+        # 100 + 200 tokens the upstream reported
+        ("gen_ai_client_token_usage_sum", {**output, "estimated": "false"}, 300),
+        # one answer without usage: estimated
+        ("gen_ai_client_token_usage_count", {**output, "estimated": "true"}, 1),
+        # time to first token: streams only
+        ("gen_ai_server_time_to_first_token_seconds_count", route, 1),
+        ("gen_ai_client_operation_duration_seconds_count", route, 3),
+        ("vsr_answers_total", {**route, "status": "2xx", "finish_reason": "stop"}, 3),
+    ]
+    before = [_metric(stack, name, **labels) for name, labels, _ in measures]
+
+    assert _chat(http, content="x" * 400).status_code == 200
+    streamed = _chat(http, stream=True, content="y" * 800, chunks=4)
+    assert streamed.status_code == 200
+    assert _events(streamed.text)[-2]["usage"]["completion_tokens"] == 200
+    assert _chat(http, content="z" * 40, usage=False).status_code == 200
+
+    for (name, labels, moved), start in zip(measures, before, strict=True):
+        assert _settled(stack, name, start + moved, **labels) == start + moved, name
+
+
+def test_a_route_that_opts_out_is_not_measured(stack: Stack, http: httpx.Client) -> None:
+    general = {"model": "general", "decision": "general_chat"}
+    coding = {"model": "coder", "decision": "coding"}
+    before = _metric(stack, "vsr_answers_total", **coding)
+    counted = _metric(stack, "vsr_answers_total", **general)
+    answer = _chat(http, prompt="please fix this bug in my function", content="fixed")
+    assert answer.status_code == 200
+    assert answer.headers["x-vsr-decision"] == "coding"
+    assert _chat(http, content="measured").status_code == 200
+    # the measured answer after it is counted, the opted-out one never is
+    assert _settled(stack, "vsr_answers_total", counted + 1, **general) == counted + 1
+    assert _metric(stack, "vsr_answers_total", **coding) == before
+
+
+def test_a_memory_write_with_a_passport_number_never_reaches_the_client(
+    http: httpx.Client,
+) -> None:
+    call = _tool("save_memory", note=f"Jane Doe, passport number {PASSPORT}, renews in May")
+    answer = _chat(http, tool_calls=[call])
+    assert answer.status_code == 403
+    assert answer.json()["error"]["decision"] == "refuse_memory_pii"
+    assert PASSPORT not in answer.text
+
+    streamed = _chat(http, stream=True, content="Saving that.", tool_calls=[call])
+    assert streamed.status_code == 200  # the headers had left; the stream ends in an error
+    events = _events(streamed.text)
+    assert events[-1] == "[DONE]"
+    assert events[-2]["error"]["decision"] == "refuse_memory_pii"
+    assert PASSPORT not in streamed.text
+    assert _content(streamed.text) == "Saving that."
+
+
+def test_a_destructive_shell_call_is_blocked(http: httpx.Client) -> None:
+    answer = _chat(
+        http, tool_calls=[_tool("run_shell_command", command="cd / && rm -rf --no-preserve-root /")]
+    )
+    assert answer.status_code == 403
+    assert answer.json()["error"]["decision"] == "block_destructive_shell"
+    harmless = _chat(http, tool_calls=[_tool("run_shell_command", command="ls -la /srv")])
+    assert harmless.status_code == 200
+    arguments = harmless.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert orjson.loads(arguments["arguments"]) == {"command": "ls -la /srv"}
+
+
+@pytest.mark.parametrize("split", [1, 4, 10, 19])
+def test_an_aws_key_split_over_stream_events_never_reaches_the_client(
+    http: httpx.Client, split: int
+) -> None:
+    prefix = "Use these credentials: aws_access_key_id="
+    # the stand-in cuts the content into two halves: make the cut fall `split` characters
+    # into the key
+    suffix = " in the profile." + "." * (len(prefix) + 2 * split - len(AWS_KEY) - 16)
+    text = prefix + AWS_KEY + suffix
+    assert -(-len(text) // 2) == len(prefix) + split
+    answer = _chat(http, stream=True, content=text, chunks=2)
+    assert answer.status_code == 200
+    assert len([event for event in _events(answer.text) if isinstance(event, dict)]) >= 3
+    assert AWS_KEY not in answer.text
+    assert AWS_KEY[:split] + '"' not in answer.text  # not even the first event's part
+    assert _content(answer.text) == prefix + "<SECRET_1>" + suffix
+
+
+def test_a_secret_in_a_json_answer_is_redacted(http: httpx.Client) -> None:
+    answer = _chat(http, content=f"key {AWS_KEY} here")
+    assert answer.status_code == 200
+    assert answer.json()["choices"][0]["message"]["content"] == "key <SECRET_1> here"
+
+
+def test_a_benign_streamed_answer_arrives_byte_for_byte(stack: Stack, http: httpx.Client) -> None:
+    script = {"content": "A calm answer about the weather, " * 30, "chunks": 25, "identity": False}
+    through_envoy = _chat(http, stream=True, **script)
+    cluster = next(c for c in stack.config.envoy.clusters if c.name == "general_llm")  # type: ignore[union-attr]
+    endpoint = cluster.endpoints[0]
+    direct = httpx.post(
+        f"http://{endpoint.address}:{endpoint.port}/v1/chat/completions",
+        json={**_body(stream=True), "model": "qwen2.5-7b-instruct"},
+        headers={SCRIPT_HEADER: encode_script(**script)},
+    )
+    assert through_envoy.status_code == direct.status_code == 200
+    assert through_envoy.content == direct.content
+
+
+def test_upstream_errors_pass_through_unchanged(http: httpx.Client) -> None:
+    answer = _chat(http, status=503)
+    assert answer.status_code == 503
+    assert answer.json()["error"]["message"] == "stand-in: scripted status 503"
+
+
+def test_malformed_answers_get_a_clear_error(http: httpx.Client) -> None:
+    answer = _chat(http, malformed=True)
+    assert answer.status_code == 502
+    assert answer.json()["error"]["code"] == "unreadable_answer"
+    streamed = _chat(http, stream=True, malformed=True, content="some text here", chunks=3)
+    assert streamed.status_code == 200
+    events = _events(streamed.text.replace("data: {not json\n\n", ""))
+    assert events[-2]["error"]["code"] == "unreadable_answer"
+
+
+def test_gzip_encoded_answers_are_read_and_guarded(http: httpx.Client) -> None:
+    answer = _chat(http, gzip=True, content=f"key {AWS_KEY} here")
+    assert answer.status_code == 200
+    assert "content-encoding" not in answer.headers
+    assert answer.json()["choices"][0]["message"]["content"] == "key <SECRET_1> here"
+    streamed = _chat(http, stream=True, gzip=True, content=f"key {AWS_KEY} here", chunks=3)
+    assert streamed.status_code == 200
+    assert _content(streamed.text) == "key <SECRET_1> here"
+
+
+def test_an_answer_over_the_limit_is_refused_not_buffered(http: httpx.Client) -> None:
+    answer = _chat(http, content="big", size_bytes=50 * 1024 * 1024)
+    assert answer.status_code == 502
+    assert "over the limit" in answer.json()["error"]["message"]
+
+
+def test_a_stream_cut_mid_event_ends_with_an_error_and_no_hang(http: httpx.Client) -> None:
+    started = time.monotonic()
+    try:
+        answer = _chat(http, stream=True, cut=True, content="a" * 600, chunks=8)
+    except httpx.RemoteProtocolError:
+        pass  # the client saw the upstream's reset: a clear end, not a hang
+    else:
+        assert answer.status_code in (200, 502, 503)
+    assert time.monotonic() - started < 10
+    assert _chat(http, content="still serving").status_code == 200
+
+
+def test_a_client_that_leaves_mid_stream_is_counted_and_nothing_hangs(
+    stack: Stack, http: httpx.Client
+) -> None:
+    gone = {"model": "general", "decision": "general_chat", "finish_reason": "gone"}
+    before = _metric(stack, "vsr_answers_total", **gone)
+
+    async def leave() -> None:
+        async with httpx.AsyncClient(base_url=stack.url, timeout=10) as client:
+            headers = {SCRIPT_HEADER: encode_script(content="w " * 200, chunks=20, delay_ms=100)}
+            async with client.stream(
+                "POST", "/v1/chat/completions", json=_body(stream=True), headers=headers
+            ) as response:
+                async for _ in response.aiter_bytes():
+                    break  # the first event, then gone
+
+    asyncio.run(leave())
+    assert _settled(stack, "vsr_answers_total", before + 1, **gone) == before + 1
+    assert _chat(http, content="still serving").status_code == 200
+
+
+def test_a_large_streamed_answer_passes_whole_through_the_guards(http: httpx.Client) -> None:
+    size = 8 * 1024 * 1024
+    started = time.monotonic()
+    answer = _chat(http, stream=True, content="big", size_bytes=size, chunks=400)
+    assert answer.status_code == 200
+    assert len(_content(answer.text)) == size
+    assert time.monotonic() - started < 60
