@@ -50,7 +50,9 @@ def without_processor(bootstrap_path: Path) -> None:
     hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
     hcm["http_filters"] = [f for f in hcm["http_filters"] if "ext_proc" not in f["name"]]
     routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
-    routes[-1] = {"name": "baseline", "match": {"prefix": "/"}, "route": routes[0]["route"]}
+    # the first model's route (not the router API's, which may come first)
+    model = next(route for route in routes if route["name"].startswith("model-"))
+    routes[-1] = {"name": "baseline", "match": {"prefix": "/"}, "route": model["route"]}
     bootstrap_path.write_text(yaml.safe_dump(bootstrap, sort_keys=False))
 
 
