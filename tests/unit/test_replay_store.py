@@ -32,6 +32,7 @@ from vsr_extproc.replay import (
     open_store,
 )
 from vsr_extproc.replay.record import IMAGE_FAMILIES
+from vsr_extproc.replay.store import SQLITE_SCHEMA_VERSION
 from vsr_extproc.signals import FAMILIES
 from vsr_extproc.signals.base import Resources
 
@@ -108,8 +109,11 @@ def plain(replay_id: str, at: float, *, content: bool = False) -> ReplayRecord:
     )
 
 
+Store = SqliteReplayStore
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteReplayStore]:
+def store(tmp_path: Path) -> Iterator[Store]:
     opened = SqliteReplayStore(tmp_path / "replay.sqlite3")
     yield opened
     opened.close()
@@ -118,14 +122,14 @@ def store(tmp_path: Path) -> Iterator[SqliteReplayStore]:
 # --- the store ---------------------------------------------------------------------------
 
 
-def test_a_record_reads_back_as_it_was_written(store: SqliteReplayStore) -> None:
+def test_a_record_reads_back_as_it_was_written(store: Store) -> None:
     record = record_of(chat(user(f"fix this bug, mail {EMAIL}")))
     store.put(record)
     assert store.get(record.id) == record
     assert store.get("nope") is None
 
 
-def test_a_batch_is_stored_whole_or_not_at_all(store: SqliteReplayStore) -> None:
+def test_a_batch_is_stored_whole_or_not_at_all(store: Store) -> None:
     store.put_many([plain("one", 1.0), plain("two", 2.0)])
     assert [r.id for r in store.scan()] == ["one", "two"]
     unstorable = dataclasses.replace(plain("four", 4.0), trace={1: "a key JSON cannot hold"})
@@ -136,9 +140,7 @@ def test_a_batch_is_stored_whole_or_not_at_all(store: SqliteReplayStore) -> None
     assert store.count() == 3
 
 
-def test_scan_starts_at_a_time_and_can_keep_only_records_with_content(
-    store: SqliteReplayStore,
-) -> None:
+def test_scan_starts_at_a_time_and_can_keep_only_records_with_content(store: Store) -> None:
     for number in range(600):  # more than one page of the scan
         store.put(plain(f"id{number:04d}", 1000.0 + number, content=number % 2 == 0))
     assert [r.id for r in store.scan(1598.0)] == ["id0598", "id0599"]
@@ -153,13 +155,51 @@ def test_scan_starts_at_a_time_and_can_keep_only_records_with_content(
     ]
 
 
-def test_prune_deletes_by_age_then_the_oldest_beyond_the_count(store: SqliteReplayStore) -> None:
+def test_prune_deletes_by_age_then_the_oldest_beyond_the_count(store: Store) -> None:
     for number in range(10):
         store.put(plain(f"id{number}", 100.0 + number))
     assert store.prune(max_age_s=5.0, max_records=100, now=110.0) == 5  # 100..104 are too old
     assert [r.id for r in store.scan()] == ["id5", "id6", "id7", "id8", "id9"]
     assert store.prune(max_age_s=1e9, max_records=2, now=110.0) == 3
     assert [r.id for r in store.scan()] == ["id8", "id9"]
+
+
+def test_responses_are_set_on_stored_records_and_read_back(store: Store) -> None:
+    store.put_many([plain("one", 1.0), plain("two", 2.0)])
+    assert store.get("one") == plain("one", 1.0)  # no response yet
+    answered = {"status": 200, "usage": {"completion_tokens": 7}}
+    assert store.put_responses([("one", answered), ("never-written", {"status": 200})]) == 1
+    found = store.get("one")
+    assert found is not None
+    assert found.response == answered
+    assert [r.response for r in store.scan()] == [answered, None]
+    assert store.put_responses([("one", {"status": 502})]) == 1  # the latest wins
+    assert [r.response for r in store.scan(with_content=False)] == [{"status": 502}, None]
+    with_response = dataclasses.replace(plain("three", 3.0), response={"status": 200})
+    store.put(with_response)
+    assert store.get("three") == with_response
+
+
+def test_a_batch_of_responses_is_set_whole_or_not_at_all(store: Store) -> None:
+    store.put(plain("one", 1.0))
+    with pytest.raises(TypeError):
+        store.put_responses([("one", {"status": 200}), ("one", {1: "a key JSON cannot hold"})])
+    assert store.get("one") == plain("one", 1.0)
+
+
+def test_text_with_a_nul_character_or_an_escaped_one_is_kept(store: Store) -> None:
+    typed = "a\\u0000b"
+    record = dataclasses.replace(
+        plain("nul", 1.0),
+        content={"messages": [{"role": "user", "content": "a\x00b"}, {"content": typed}]},
+    )
+    store.put(record)
+    found = store.get("nul")
+    assert found is not None
+    assert found.content is not None
+    nul, escaped = found.content["messages"]
+    assert nul["content"] == "a\x00b"
+    assert escaped["content"] == typed
 
 
 def test_another_connection_reads_a_store_while_it_is_written(tmp_path: Path) -> None:
@@ -203,6 +243,82 @@ def test_open_store_picks_sqlite_by_the_path_and_names_what_it_lacks(tmp_path: P
         open_store(ReplayConfig(path="postgres://db/replay"))
 
 
+def test_the_sqlite_schema_is_versioned_and_old_files_gain_the_response_column(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    _write_old_file(path, plain("before", 1.0))
+    reader = SqliteReplayStore(path, readonly=True)  # the replay command changes nothing
+    try:
+        assert reader.get("before") == plain("before", 1.0)
+    finally:
+        reader.close()
+    assert _user_version(path) == 0
+    opened = SqliteReplayStore(path)
+    try:
+        assert opened.get("before") == plain("before", 1.0)
+        assert opened.put_responses([("before", {"status": 200})]) == 1
+        found = opened.get("before")
+        assert found is not None
+        assert found.response == {"status": 200}
+    finally:
+        opened.close()
+    assert _user_version(path) == SQLITE_SCHEMA_VERSION == 2
+    SqliteReplayStore(path).close()  # opening again changes nothing
+    assert _user_version(path) == SQLITE_SCHEMA_VERSION
+
+
+def test_processes_opening_one_new_file_together_create_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "together.sqlite3"
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        start.wait()
+        try:
+            SqliteReplayStore(path).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert _user_version(path) == SQLITE_SCHEMA_VERSION
+
+
+def _write_old_file(path: Path, record: ReplayRecord) -> None:
+    """A store as the processor wrote it before records had responses."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.executescript(
+            """CREATE TABLE replay_records (
+                id TEXT PRIMARY KEY, time REAL NOT NULL, request_id TEXT NOT NULL,
+                request_hash TEXT NOT NULL, policy TEXT NOT NULL, decision TEXT NOT NULL,
+                outcome TEXT NOT NULL, model TEXT, signals TEXT NOT NULL, trace TEXT NOT NULL,
+                content TEXT);
+            CREATE INDEX replay_records_time ON replay_records (time, id);"""
+        )
+        row = (record.id, record.time, record.request_id, record.request_hash, record.policy,
+               record.decision, record.outcome, record.model, orjson.dumps(record.signals),
+               orjson.dumps(record.trace), None)  # fmt: skip
+        connection.execute("INSERT INTO replay_records VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def _user_version(path: Path) -> int:
+    connection = sqlite3.connect(path)
+    try:
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+    finally:
+        connection.close()
+    return int(version)
+
+
 # --- the recorder ------------------------------------------------------------------------
 
 
@@ -216,6 +332,8 @@ class MemoryStore:
         self.entered = threading.Event()
         self.fail_first = fail_first
         self.closed = False
+        #: ("put_many" or "put_responses", the ids), in the order the store saw them
+        self.calls: list[tuple[str, list[str]]] = []
 
     def put(self, record: ReplayRecord) -> None:
         self.put_many([record])
@@ -223,10 +341,20 @@ class MemoryStore:
     def put_many(self, records: Sequence[ReplayRecord]) -> None:
         self.entered.set()
         self.release.wait(10)
+        self.calls.append(("put_many", [record.id for record in records]))
         if self.fail_first:
             self.fail_first -= 1
             raise sqlite3.OperationalError("disk I/O error")
         self.records.update((record.id, record) for record in records)
+
+    def put_responses(self, items: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        self.calls.append(("put_responses", [replay_id for replay_id, _ in items]))
+        found = [(i, r) for i, r in items if i in self.records]
+        for replay_id, response in found:
+            self.records[replay_id] = dataclasses.replace(
+                self.records[replay_id], response=response
+            )
+        return len(found)
 
     def get(self, replay_id: str) -> ReplayRecord | None:
         return self.records.get(replay_id)
@@ -296,6 +424,62 @@ def test_a_failing_store_is_counted_and_never_raised() -> None:
     assert recorder.failed == 1
     assert recorder.written == 2
     assert sorted(store.records) == ["b", "c"]
+
+
+def test_a_response_to_a_queued_record_waits_for_it_and_is_served_at_once() -> None:
+    store = MemoryStore()
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10, flush_every_s=60)
+    try:
+        assert recorder.defer("a", lambda: plain("a", 1.0))
+        assert recorder.respond("a", {"status": 200})
+        assert recorder.respond("a", {"status": 503})  # the later one wins
+        queued = recorder.get("a")
+        assert queued is not None
+        assert queued.response == {"status": 503}
+        assert store.calls == []
+    finally:
+        recorder.close()
+    assert store.records["a"].response == {"status": 503}
+    assert store.calls == [("put_many", ["a"]), ("put_responses", ["a", "a"])]
+    assert (recorder.written, recorder.responded, recorder.failed) == (1, 2, 0)
+
+
+def test_a_response_to_a_written_record_is_set_in_the_store() -> None:
+    store = MemoryStore()
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10)
+    try:
+        assert recorder.record(plain("a", 1.0))
+        assert _eventually(lambda: "a" in store.records)
+        assert recorder.respond("a", {"status": 200, "finish_reason": "stop"})
+        answered = recorder.get("a")  # from the queue or, once set, from the store
+        assert answered is not None
+        assert answered.response == {"status": 200, "finish_reason": "stop"}
+        assert _eventually(lambda: store.records["a"].response is not None)
+    finally:
+        recorder.close()
+    assert recorder.get("a") == dataclasses.replace(
+        plain("a", 1.0), response={"status": 200, "finish_reason": "stop"}
+    )
+
+
+def test_responses_share_the_bounded_queue_and_are_dropped_when_it_is_full() -> None:
+    store = MemoryStore()
+    store.release.clear()
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10, queue_size=2)
+    try:
+        assert recorder.record(plain("a", 1.0))
+        assert store.entered.wait(5)  # the writer holds "a"
+        assert recorder.respond("a", {"status": 200})
+        assert recorder.record(plain("b", 2.0))
+        started = time.perf_counter()
+        assert not recorder.respond("b", {"status": 200})
+        assert time.perf_counter() - started < 0.5
+        assert recorder.dropped == 1
+    finally:
+        store.release.set()
+        recorder.close()
+    assert store.records["a"].response == {"status": 200}
+    assert store.records["b"].response is None
 
 
 def test_close_writes_everything_queued(tmp_path: Path) -> None:

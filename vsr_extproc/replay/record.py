@@ -74,6 +74,9 @@ class ReplayRecord:
     trace: dict[str, Any]
     #: the redacted request, only when ``keep_content``
     content: dict[str, Any] | None = None
+    #: what came back from the upstream, set after the record is written
+    #: (``ReplayRecorder.respond``); None until then
+    response: dict[str, Any] | None = None
 
 
 _id_lock = threading.Lock()

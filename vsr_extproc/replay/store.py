@@ -2,19 +2,20 @@
 
 ``ReplayStore`` is the small interface a database implements. ``SqliteReplayStore`` is
 the one shipped: one file, WAL mode, so the ``replay`` command and the admin port can
-read it while the processor writes. The interface exists so that a shared database
-(Postgres, for several processors) can be added as one more class and one more branch
-in ``open_store``.
+read it while the processor writes; it brings the file's schema up to date when it opens.
+The interface exists so that a shared database (Postgres, for several processors) can be
+added as one more class and one more branch in ``open_store``.
 
-``ReplayRecorder`` is what the request path talks to. ``defer`` and ``record`` only put
-an item on a bounded queue and return; one writer thread builds the records, writes them
-in batches and prunes old records. A slow or failing store therefore never delays or
-fails routing: the record is dropped and counted instead.
+``ReplayRecorder`` is what the request path talks to. ``defer``, ``record`` and
+``respond`` only put an item on a bounded queue and return; one writer thread builds the
+records, writes them in batches and prunes old records. A slow or failing store therefore
+never delays or fails routing: the record is dropped and counted instead.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import sqlite3
 import threading
 import time
@@ -45,6 +46,11 @@ class ReplayStore(Protocol):
         """Store several records at once, all or none (the writer thread's batches)."""
         ...
 
+    def put_responses(self, items: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Set the ``response`` of records already stored, by id, all or none; returns how
+        many records were found (a response to a pruned or unwritten record is skipped)."""
+        ...
+
     def get(self, replay_id: str) -> ReplayRecord | None: ...
 
     def scan(
@@ -62,35 +68,54 @@ class ReplayStore(Protocol):
     def close(self) -> None: ...
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS replay_records (
-    id TEXT PRIMARY KEY,
-    time REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    policy TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    model TEXT,
-    signals TEXT NOT NULL,
-    trace TEXT NOT NULL,
-    content TEXT
-);
-CREATE INDEX IF NOT EXISTS replay_records_time ON replay_records (time, id);
-"""
-
-_COLUMNS = (
-    "id, time, request_id, request_hash, policy, decision, outcome, model, signals, trace, content"
+#: a record's fields in the order both stores keep them
+COLUMNS = (
+    "id",
+    "time",
+    "request_id",
+    "request_hash",
+    "policy",
+    "decision",
+    "outcome",
+    "model",
+    "signals",
+    "trace",
+    "content",
+    "response",
 )
 #: rows fetched per query while scanning, so no cursor stays open between yields
-_PAGE = 256
+PAGE = 256
 
 
-def _json(value: Any) -> str:
+def to_json(value: Any) -> str:
+    """JSON text of a record's field (what no JSON type holds becomes its ``str``)."""
     return orjson.dumps(value, default=str).decode()
 
 
-def _record(row: tuple[Any, ...]) -> ReplayRecord:
+def _json_or_none(value: Any) -> str | None:
+    return to_json(value) if value is not None else None
+
+
+def as_row(record: ReplayRecord) -> tuple[Any, ...]:
+    """A record as the values of ``COLUMNS``, its JSON fields as text."""
+    return (
+        record.id,
+        record.time,
+        record.request_id,
+        record.request_hash,
+        record.policy,
+        record.decision,
+        record.outcome,
+        record.model,
+        to_json(record.signals),
+        to_json(record.trace),
+        _json_or_none(record.content),
+        _json_or_none(record.response),
+    )
+
+
+def from_row(row: Sequence[Any]) -> ReplayRecord:
+    """The record a row of ``COLUMNS`` holds (JSON fields as text)."""
     return ReplayRecord(
         id=row[0],
         time=row[1],
@@ -103,7 +128,32 @@ def _record(row: tuple[Any, ...]) -> ReplayRecord:
         signals=orjson.loads(row[8]),
         trace=orjson.loads(row[9]),
         content=orjson.loads(row[10]) if row[10] is not None else None,
+        response=orjson.loads(row[11]) if row[11] is not None else None,
     )
+
+
+#: each step brings a file to the next ``PRAGMA user_version``; files written before the
+#: versions were counted are at 0 and already hold the table of step 1
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE IF NOT EXISTS replay_records (
+            id TEXT PRIMARY KEY,
+            time REAL NOT NULL,
+            request_id TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            policy TEXT NOT NULL,
+            decision TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            model TEXT,
+            signals TEXT NOT NULL,
+            trace TEXT NOT NULL,
+            content TEXT
+        )""",
+        "CREATE INDEX IF NOT EXISTS replay_records_time ON replay_records (time, id)",
+    ),
+    ("ALTER TABLE replay_records ADD COLUMN response TEXT",),
+)
+SQLITE_SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 class SqliteReplayStore(ReplayStore):
@@ -111,8 +161,11 @@ class SqliteReplayStore(ReplayStore):
 
     Writes (``put``, ``prune``) and reads (``get``, ``scan``) use separate connections,
     each behind its own lock, so a read never waits for the writer thread and another
-    process can read the file while this one writes. ``readonly`` opens an existing file
-    without creating it or its table (the ``replay`` command).
+    process can read the file while this one writes. Opening a file brings its schema up
+    to date (``PRAGMA user_version``), in one transaction that a second process opening
+    the file waits for. ``readonly`` opens an existing file without creating or changing
+    anything (the ``replay`` command); a file from before the ``response`` column reads
+    as records without responses.
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
@@ -126,8 +179,9 @@ class SqliteReplayStore(ReplayStore):
             self._writer = self._connect()
             self._writer.execute("PRAGMA journal_mode=WAL")
             self._writer.execute("PRAGMA synchronous=NORMAL")
-            self._writer.executescript(_SCHEMA)
+            self._migrate(self._writer)
         self._reader = self._connect()
+        self._columns = ", ".join(self._readable_columns())
 
     def _connect(self) -> sqlite3.Connection:
         # autocommit (isolation_level None): each statement is its own transaction, so a
@@ -135,6 +189,28 @@ class SqliteReplayStore(ReplayStore):
         return sqlite3.connect(
             self.path, timeout=5.0, isolation_level=None, check_same_thread=False
         )
+
+    @staticmethod
+    def _migrate(connection: sqlite3.Connection) -> None:
+        # IMMEDIATE takes the write lock before reading the version: two processes opening
+        # one file migrate one after the other, and the second finds nothing to do
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            for number, statements in enumerate(_MIGRATIONS, 1):
+                if number > version:
+                    for statement in statements:
+                        connection.execute(statement)
+            if version < SQLITE_SCHEMA_VERSION:
+                connection.execute(f"PRAGMA user_version = {SQLITE_SCHEMA_VERSION}")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    def _readable_columns(self) -> list[str]:
+        present = {row[1] for row in self._reader.execute("PRAGMA table_info(replay_records)")}
+        return [name if name in present else f"NULL AS {name}" for name in COLUMNS]
 
     def _write(self) -> sqlite3.Connection:
         if self._writer is None:
@@ -145,43 +221,36 @@ class SqliteReplayStore(ReplayStore):
         self.put_many([record])
 
     def put_many(self, records: Sequence[ReplayRecord]) -> None:
-        rows = [self._row(record) for record in records]
+        rows = [as_row(record) for record in records]
+        placeholders = ", ".join("?" * len(COLUMNS))
+        self._transaction(
+            f"INSERT OR REPLACE INTO replay_records ({', '.join(COLUMNS)}) VALUES ({placeholders})",
+            rows,
+        )
+
+    def put_responses(self, items: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        rows = [(to_json(response), replay_id) for replay_id, response in items]
+        return self._transaction("UPDATE replay_records SET response = ? WHERE id = ?", rows)
+
+    def _transaction(self, statement: str, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Run ``statement`` once per row in one transaction; the rows it changed."""
         with self._write_lock:
             connection = self._write()
             connection.execute("BEGIN")
             try:
-                connection.executemany(
-                    f"INSERT OR REPLACE INTO replay_records ({_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
+                changed = connection.executemany(statement, rows).rowcount
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
-
-    @staticmethod
-    def _row(record: ReplayRecord) -> tuple[Any, ...]:
-        return (
-            record.id,
-            record.time,
-            record.request_id,
-            record.request_hash,
-            record.policy,
-            record.decision,
-            record.outcome,
-            record.model,
-            _json(record.signals),
-            _json(record.trace),
-            _json(record.content) if record.content is not None else None,
-        )
+        return changed
 
     def get(self, replay_id: str) -> ReplayRecord | None:
         with self._read_lock:
             row = self._reader.execute(
-                f"SELECT {_COLUMNS} FROM replay_records WHERE id = ?", (replay_id,)
+                f"SELECT {self._columns} FROM replay_records WHERE id = ?", (replay_id,)
             ).fetchone()
-        return _record(row) if row is not None else None
+        return from_row(row) if row is not None else None
 
     def scan(
         self, since: float | None = None, *, with_content: bool = False, limit: int | None = None
@@ -193,15 +262,15 @@ class SqliteReplayStore(ReplayStore):
         after: tuple[float, str] = (since if since is not None else float("-inf"), "")
         remaining = limit
         while remaining is None or remaining > 0:
-            page = _PAGE if remaining is None else min(_PAGE, remaining)
+            page = PAGE if remaining is None else min(PAGE, remaining)
             with self._read_lock:
                 rows = self._reader.execute(
-                    f"SELECT {_COLUMNS} FROM replay_records WHERE {where} "
+                    f"SELECT {self._columns} FROM replay_records WHERE {where} "
                     "ORDER BY time, id LIMIT ?",
                     (*after, page),
                 ).fetchall()
             for row in rows:
-                yield _record(row)
+                yield from_row(row)
             if len(rows) < page:
                 return
             after = (rows[-1][1], rows[-1][0])
@@ -237,37 +306,42 @@ class SqliteReplayStore(ReplayStore):
             self._reader.close()
 
 
-def open_store(config: ReplayConfig) -> ReplayStore:
+def open_store(config: ReplayConfig, *, readonly: bool = False) -> ReplayStore:
     """The store ``config.path`` names: a SQLite file (``sqlite:///`` optional).
 
     Other databases get a branch here when they get a class (Postgres is the next one).
+    ``readonly`` (the ``replay`` command) opens an existing store without changing it.
     """
     path = config.path
     if "://" in path and not path.startswith("sqlite://"):
         scheme = path.partition("://")[0]
         raise ConfigError([f"replay.path: no replay store for {scheme!r} yet; use a file"])
-    return SqliteReplayStore(path.removeprefix("sqlite://"))
+    return SqliteReplayStore(path.removeprefix("sqlite://"), readonly=readonly)
 
 
-_BATCH = 256  # records per transaction at most
+_BATCH = 256  # queued items per transaction at most
 
 Build = Callable[[], "ReplayRecord | None"]
+#: a queued item: a replay id and, for a response, the response (None: the record itself)
+Queued = tuple[str, "dict[str, Any] | None"]
 
 
 class ReplayRecorder:
     """Records decisions in the background; the request path never waits on the store.
 
     ``defer(replay_id, build)`` queues a record that ``build`` makes later, on the writer
-    thread (``record`` queues a finished one). The writer wakes every ``flush_every_s``,
-    builds what queued up and writes it in one transaction: no thread is woken per
-    request (measured with ``make bench``: the processor's CPU per routed request fell
-    from 0.88 to 0.66-0.72 ms over five runs). A record that is queued but not yet
-    written is still served by ``get``.
+    thread (``record`` queues a finished one); ``respond(replay_id, response)`` queues the
+    response of a record. The writer wakes every ``flush_every_s``, builds what queued up
+    and writes it in one transaction, the records of a batch before its responses: no
+    thread is woken per request (measured with ``make bench``: the processor's CPU per
+    routed request fell from 0.88 to 0.66-0.72 ms over five runs). One queue, in order, so
+    a response never overtakes its record. A record or response that is queued but not
+    yet written is still served by ``get``.
 
-    ``dropped`` counts records that were not queued (queue full, recorder closed or its
-    writer gone); ``failed`` counts records the store refused; ``written`` the others. A
-    ``build`` that returns None (it could not build its record, and said so) counts as
-    none of them.
+    ``dropped`` counts records and responses that were not queued (queue full, recorder
+    closed or its writer gone); ``failed`` counts those the store refused; ``written`` and
+    ``responded`` count the others. A ``build`` that returns None (it could not build its
+    record, and said so) counts as none of them.
     """
 
     def __init__(
@@ -289,9 +363,12 @@ class ReplayRecorder:
         self.dropped = 0
         self.failed = 0
         self.written = 0
-        self._queue: collections.deque[str] = collections.deque()
+        self.responded = 0
+        self._queue: collections.deque[Queued] = collections.deque()
         #: queued and not yet written (built or not), so ``get`` finds a record at once
         self._pending: dict[str, ReplayRecord | Build] = {}
+        #: the latest queued response of each record, for ``get``
+        self._responses: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._stop = threading.Event()
@@ -306,22 +383,42 @@ class ReplayRecorder:
         """Queue the record ``build`` will make on the writer thread; False when dropped."""
         return self._queue_item(replay_id, build)
 
+    def respond(self, replay_id: str, response: dict[str, Any]) -> bool:
+        """Queue the response of the record ``replay_id`` (queued or already written);
+        False (and counted) when dropped. A later response to one record replaces an
+        earlier one."""
+        with self._lock:
+            if not self._accepting():
+                self.dropped += 1
+                return False
+            self._responses[replay_id] = response
+            self._queue.append((replay_id, response))
+        return True
+
     def _queue_item(self, replay_id: str, item: ReplayRecord | Build) -> bool:
         with self._lock:
-            if self._closed or not self._thread.is_alive() or len(self._queue) >= self.queue_size:
+            if not self._accepting():
                 self.dropped += 1
                 return False
             self._pending[replay_id] = item
-            self._queue.append(replay_id)
+            self._queue.append((replay_id, None))
         return True
 
+    def _accepting(self) -> bool:
+        return not self._closed and self._thread.is_alive() and len(self._queue) < self.queue_size
+
     def get(self, replay_id: str) -> ReplayRecord | None:
-        """A record by id, whether written or still queued."""
+        """A record by id, whether written or still queued, with its latest response.
+
+        May wait on the store (a database read): call it off an event loop.
+        """
         with self._lock:
             pending = self._pending.get(replay_id)
-        if pending is None:
-            return self.store.get(replay_id)
-        return self._built(replay_id, pending)
+            response = self._responses.get(replay_id)
+        record = self.store.get(replay_id) if pending is None else self._built(replay_id, pending)
+        if record is None or response is None:
+            return record
+        return dataclasses.replace(record, response=response)
 
     def _built(self, replay_id: str, item: ReplayRecord | Build) -> ReplayRecord | None:
         if isinstance(item, ReplayRecord):
@@ -360,13 +457,28 @@ class ReplayRecorder:
                 return
 
     def _flush(self) -> None:
-        """Build and write up to ``_BATCH`` queued records, in one transaction."""
-        batch: list[ReplayRecord] = []
-        taken: list[str] = []
+        """Build and write up to ``_BATCH`` queued records, then set the queued responses
+        among them: a response to a record of the same batch finds it written."""
         with self._lock:
-            while self._queue and len(taken) < _BATCH:
-                taken.append(self._queue.popleft())
-            items = [(replay_id, self._pending[replay_id]) for replay_id in taken]
+            taken = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
+            items = [(replay_id, self._pending[replay_id]) for replay_id, r in taken if r is None]
+        responses = [(replay_id, r) for replay_id, r in taken if r is not None]
+        try:
+            records = self._build(items)
+            if records:
+                self._write(records)
+            if responses:
+                self._respond(responses)
+        finally:
+            with self._lock:
+                for replay_id, response in taken:
+                    if response is None:
+                        self._pending.pop(replay_id, None)
+                    elif self._responses.get(replay_id) is response:
+                        del self._responses[replay_id]
+
+    def _build(self, items: list[tuple[str, ReplayRecord | Build]]) -> list[ReplayRecord]:
+        batch: list[ReplayRecord] = []
         for count, (replay_id, item) in enumerate(items, 1):
             if count % 16 == 0:
                 time.sleep(0)  # let the request thread have the GIL now and then
@@ -378,13 +490,7 @@ class ReplayRecorder:
                 continue
             if record is not None:
                 batch.append(record)
-        try:
-            if batch:
-                self._write(batch)
-        finally:
-            with self._lock:
-                for replay_id in taken:
-                    self._pending.pop(replay_id, None)
+        return batch
 
     def _write(self, batch: list[ReplayRecord]) -> None:
         try:
@@ -400,14 +506,29 @@ class ReplayRecorder:
             self.store.put(record)
             self.written += 1
         except Exception as exc:
-            self.failed += 1
-            # the type and message only: a traceback could render the record's content
-            log.warning(
-                "replay_write_failed",
-                replay_id=record.id,
-                error=f"{type(exc).__name__}: {exc}",
-                failed=self.failed,
-            )
+            self._refused(record.id, exc)
+
+    def _respond(self, responses: list[tuple[str, dict[str, Any]]]) -> None:
+        try:
+            self.store.put_responses(responses)
+            self.responded += len(responses)
+        except Exception:
+            for item in responses:
+                try:
+                    self.store.put_responses([item])
+                    self.responded += 1
+                except Exception as exc:
+                    self._refused(item[0], exc)
+
+    def _refused(self, replay_id: str, error: Exception) -> None:
+        self.failed += 1
+        # the type and message only: a traceback could render the record's content
+        log.warning(
+            "replay_write_failed",
+            replay_id=replay_id,
+            error=f"{type(error).__name__}: {error}",
+            failed=self.failed,
+        )
 
     def _prune(self) -> None:
         try:
