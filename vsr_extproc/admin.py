@@ -4,12 +4,15 @@
 * ``POST /v1/router/explain`` — an OpenAI chat request in, the routing decision and its
   whole trace out (the JSON twin of the gRPC ``vsr.v1.Router/Explain``).
 * ``GET /v1/router/replay/{id}`` — the decision record behind a response's
-  ``x-vsr-replay-id``.
+  ``x-vsr-replay-id``, from the configured store (read on a worker thread: a database
+  read must not hold up the event loop that also serves ext_proc); 503 while the store
+  cannot be reached.
 * ``GET /ready`` — 200 once serving, 503 while warming up or draining.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -19,12 +22,14 @@ from aiohttp import web
 
 from vsr_extproc.core.explain import explain_data
 from vsr_extproc.core.router import Router
-from vsr_extproc.errors import RequestError
+from vsr_extproc.errors import ReplayStoreError, RequestError
 from vsr_extproc.metrics import Metrics
 
 
 class RecordReader(Protocol):
-    def get(self, replay_id: str) -> Any: ...
+    def get(self, replay_id: str) -> Any:
+        """A record by id, or None; may block on a database (called off the loop)."""
+        ...
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -61,7 +66,11 @@ def make_admin_app(
     async def replay(request: web.Request) -> web.Response:
         if records is None:
             return _error(404, "decision recording is off (replay.enabled)", "replay_disabled")
-        record = records.get(request.match_info["replay_id"])
+        try:
+            record = await asyncio.to_thread(records.get, request.match_info["replay_id"])
+        except ReplayStoreError:
+            # the processor's log says why; a client is not told where the database is
+            return _error(503, "the replay store cannot answer now", "replay_unavailable")
         if record is None:
             return _error(404, "no record with that id (expired, or never made)", "not_found")
         return _json(dataclasses.asdict(record))
