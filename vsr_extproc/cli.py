@@ -90,7 +90,12 @@ def _parser() -> argparse.ArgumentParser:
         "values; images are kept as hashes, so vision, image and image_text signals reuse "
         "the recorded result for the same signal key (or fail, and on_error applies).",
     )
-    replay.add_argument("--store", required=True, type=Path, help="the replay SQLite file")
+    replay.add_argument(
+        "--store",
+        required=True,
+        help="the replay SQLite file, or the shared database: postgresql://user@host:port/db "
+        "(PGPASSWORD and libpq's other variables fill in the rest)",
+    )
     replay.add_argument("--config", required=True, type=Path, help="the config to try")
     replay.add_argument(
         "--since", help="only records from this time: ISO-8601, or an age such as 2h, 30m, 7d"
@@ -283,8 +288,9 @@ def _explain_answer(policy: Any, answer: Any, body: bytes) -> dict[str, Any] | N
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from vsr_extproc.config.compile import load_policy
-    from vsr_extproc.replay.store import SqliteReplayStore
+    from vsr_extproc.config.compile import load_policy, replay_store_config
+    from vsr_extproc.errors import ReplayStoreError
+    from vsr_extproc.replay.store import open_store
     from vsr_extproc.replay.whatif import format_whatif, parse_since, whatif
 
     try:
@@ -292,14 +298,18 @@ def _replay(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"--since: {exc}", file=sys.stderr)
         return 2
+    settings = replay_store_config(args.store)
     _, policy = load_policy(args.config)
     try:
-        store = SqliteReplayStore(args.store, readonly=True)
-    except FileNotFoundError as exc:
+        store = open_store(settings, readonly=True)
+    except (FileNotFoundError, ReplayStoreError) as exc:
         print(exc, file=sys.stderr)
         return 2
     try:
         report = whatif(store.scan(since), policy)
+    except ReplayStoreError as exc:
+        print(f"reading the replay store failed: {exc}", file=sys.stderr)
+        return 1
     finally:
         store.close()
     print(orjson.dumps(report.data()).decode() if args.json else format_whatif(report))

@@ -17,11 +17,13 @@ import pytest
 import yaml
 from builders import PNG_1X1, body, chat, data_url, encoded, image_part, text_part, user
 from PIL import Image
+from postgres import PostgresServer
 
 from vsr_extproc.cli import main
 from vsr_extproc.config.compile import compile_policy, parse_config
 from vsr_extproc.core.policy import Policy
 from vsr_extproc.core.router import Router
+from vsr_extproc.demo.stack import free_port
 from vsr_extproc.replay import (
     ReplayRecord,
     SqliteReplayStore,
@@ -30,6 +32,7 @@ from vsr_extproc.replay import (
     new_replay_id,
     whatif,
 )
+from vsr_extproc.replay.postgres import PostgresReplayStore
 from vsr_extproc.replay.whatif import (
     IMAGE_NOT_KEPT,
     SKIPPED_LIVE,
@@ -237,10 +240,18 @@ def test_an_image_signal_skipped_live_is_unknown_to_a_what_if(xray: ReplayRecord
 # --- the command line ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def store_path(tmp_path: Path, traffic: list[ReplayRecord]) -> Path:
-    path = tmp_path / "replay.sqlite3"
-    store = SqliteReplayStore(path)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_location(
+    request: pytest.FixtureRequest, tmp_path: Path, traffic: list[ReplayRecord]
+) -> str:
+    """The traffic in a store of each kind, named as ``--store`` takes it."""
+    store: SqliteReplayStore | PostgresReplayStore
+    if request.param == "sqlite":
+        location = str(tmp_path / "replay.sqlite3")
+        store = SqliteReplayStore(location)
+    else:
+        location = request.getfixturevalue("postgres_url")
+        store = PostgresReplayStore(location)
     try:
         for record in traffic:
             store.put(record)
@@ -248,7 +259,7 @@ def store_path(tmp_path: Path, traffic: list[ReplayRecord]) -> Path:
         store.put(dataclasses.replace(traffic[0], id=new_replay_id(), time=time.time() - 7200))
     finally:
         store.close()
-    return path
+    return location
 
 
 @pytest.fixture
@@ -259,12 +270,12 @@ def new_config(tmp_path: Path) -> Path:
 
 
 def test_the_command_prints_the_table(
-    store_path: Path,
+    store_location: str,
     new_config: Path,
     traffic: list[ReplayRecord],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["replay", "--store", str(store_path), "--config", str(new_config)]) == 0
+    assert main(["replay", "--store", store_location, "--config", str(new_config)]) == 0
     out = capsys.readouterr().out
     assert "records read               7" in out
     assert "skipped (no content kept)  1" in out
@@ -275,9 +286,9 @@ def test_the_command_prints_the_table(
 
 
 def test_the_command_prints_json_and_since_filters(
-    store_path: Path, new_config: Path, capsys: pytest.CaptureFixture[str]
+    store_location: str, new_config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["replay", "--store", str(store_path), "--config", str(new_config), "--json"]
+    args = ["replay", "--store", store_location, "--config", str(new_config), "--json"]
     assert main([*args, "--since", "1h"]) == 0
     report = orjson.loads(capsys.readouterr().out)
     assert report["read"] == 6
@@ -298,6 +309,31 @@ def test_the_command_needs_an_existing_store(
     assert main(["replay", "--store", str(missing), "--config", str(new_config)]) == 2
     assert "no replay store" in capsys.readouterr().err
     assert not missing.exists()
+
+
+@pytest.mark.postgres
+def test_the_command_needs_a_database_it_can_reach_and_never_shows_its_password(
+    postgres_server: PostgresServer,
+    postgres_url: str,
+    new_config: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    secret = "pa55-w0rd-never-printed"
+    closed = free_port()  # nothing listens there
+    unreachable = f"postgresql://vsr:{secret}@127.0.0.1:{closed}/replay"
+    args = ["--config", str(new_config)]
+    assert main(["replay", "--store", unreachable, *args]) == 2
+    said = capsys.readouterr().err
+    assert "unreachable" in said
+    assert f"vsr:***@127.0.0.1:{closed}" in said
+    assert secret not in said
+    assert main(["replay", "--store", postgres_url, *args]) == 2  # reachable, but empty
+    assert "no replay records in" in capsys.readouterr().err
+    assert main(["replay", "--store", f"postgresql://vsr:{secret}@db:port/r", *args]) == 2
+    said = capsys.readouterr().err
+    assert "--store: invalid config" in said
+    assert "port is not a number" in said
+    assert secret not in said
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The ``vsr-extproc`` command line: validate, explain, envoy-config."""
+"""The ``vsr-extproc`` command line: validate, explain, envoy-config (replay: in
+tests/models/test_replay_whatif.py)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,25 @@ def test_validate_reports_unreadable_and_invalid_yaml(
     broken.write_text("models: [\n")
     assert main(["validate", str(broken)]) == 2
     assert "invalid YAML" in capsys.readouterr().err
+
+
+def test_validate_reports_a_replay_store_named_twice_without_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(DEMO.read_text())
+    document["replay"] = {
+        "url": "postgresql://vsr:pa55-w0rd@db.internal:5432/replay",
+        "path": "/var/lib/vsr/replay.sqlite3",
+    }
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 2
+    said = capsys.readouterr()
+    assert "replay: url and path name two stores" in said.err
+    assert "pa55-w0rd" not in said.out + said.err
+    document["replay"] = {"url": "postgresql://vsr@db.internal:5432/replay"}
+    bad.write_text(yaml.safe_dump(document))
+    assert main(["validate", str(bad)]) == 0  # validating never connects
 
 
 def test_explain_prints_a_table_per_file(capsys: pytest.CaptureFixture[str]) -> None:

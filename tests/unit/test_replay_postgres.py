@@ -16,7 +16,7 @@ import pytest
 import structlog
 from postgres import Forwarder, PostgresServer
 
-from vsr_extproc.errors import ReplayStoreError, ReplayStoreUnavailable
+from vsr_extproc.errors import ConfigError, ReplayStoreError, ReplayStoreUnavailable
 from vsr_extproc.replay import ReplayRecord, ReplayRecorder, new_replay_id
 from vsr_extproc.replay.postgres import SCHEMA_VERSION, PostgresReplayStore, redacted
 
@@ -236,6 +236,21 @@ def test_pruning_is_one_replicas_job_at_a_time(postgres_url: str) -> None:
 )  # fmt: skip
 def test_a_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert redacted(url) == shown
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://vsr:p%zz{SECRET}@db/replay",  # a percent sign that escapes nothing
+        f"postgresql://vsr:{SECRET}@db/replay?colour=red",  # no such parameter
+        f"postgresql://db/replay?password={SECRET}&colour=red",
+    ],
+)
+def test_a_url_libpq_cannot_read_is_a_config_error_that_hides_the_password(url: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        PostgresReplayStore(url)
+    assert caught.value.problems[0].startswith("replay.url: libpq cannot read it")
+    assert SECRET not in str(caught.value)
 
 
 def _eventually(

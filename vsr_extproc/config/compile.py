@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from vsr_extproc.config.schema import (
+    POSTGRESQL_SCHEMES,
     ActionConfig,
     AllRule,
     AnyRule,
@@ -26,6 +27,7 @@ from vsr_extproc.config.schema import (
     DefaultDecisionConfig,
     LeafRule,
     NotRule,
+    ReplayConfig,
     ResponseBlockConfig,
     ResponseDecisionConfig,
     ResponseRedactConfig,
@@ -110,6 +112,17 @@ def parse_config(document: Any, source: str | None = None) -> RouterConfig:
         return RouterConfig.model_validate(document)
     except ValidationError as exc:
         raise ConfigError(_problems(exc), source) from None
+
+
+def replay_store_config(location: str) -> ReplayConfig:
+    """The replay settings of the store a SQLite path or a ``postgresql://`` URL names
+    (``replay --store``), the rest default."""
+    scheme, separator, _ = location.partition("://")
+    field = "url" if separator and scheme in POSTGRESQL_SCHEMES else "path"
+    try:
+        return ReplayConfig.model_validate({field: location})
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc), "--store") from None
 
 
 def read_config(path: str | Path) -> tuple[RouterConfig, str]:

@@ -22,9 +22,9 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -32,11 +32,13 @@ import structlog
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from vsr_extproc.errors import ReplayStoreError, ReplayStoreUnavailable
+from vsr_extproc.errors import ConfigError, ReplayStoreError, ReplayStoreUnavailable
 from vsr_extproc.replay.record import ReplayRecord
 from vsr_extproc.replay.store import COLUMNS, PAGE, ReplayStore, as_row, from_row, to_json
 
 log = structlog.get_logger("vsr_extproc.replay")
+
+T = TypeVar("T")
 
 #: keys of ``pg_advisory_xact_lock``: "VSR_RPL1" (the schema) and "VSR_PRNE" (pruning)
 _SCHEMA_LOCK = 0x5653525F52504C31
@@ -84,7 +86,10 @@ _RETRY_MAX_S = 15.0
 
 def redacted(url: str) -> str:
     """The URL with its password (in the user part or the query) replaced by ``***``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not even a URL: say only what kind
+        return f"{url.partition('://')[0]}://…"
     userinfo, at, hostport = parts.netloc.rpartition("@")
     netloc = parts.netloc
     if at and ":" in userinfo:
@@ -94,6 +99,21 @@ def redacted(url: str) -> str:
         safe="*",
     )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s\"]*@")
+_PASSWORD_PARAMETER = re.compile(r"(?<=password=)[^&\s\"]*")
+
+
+def _without_secrets(text: str, url: str) -> str:
+    """``text`` (a libpq message that may quote the URL) with the URL's secrets masked."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        text = text.replace(password, "***")
+    return _PASSWORD_PARAMETER.sub("***", _USERINFO.sub("***@", text))
 
 
 def _jsonb(text: str | None) -> str | None:
@@ -110,11 +130,12 @@ def _jsonb_row(record: ReplayRecord) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def _reason(error: Exception) -> str:
-    """The class and primary message of a database error, never its detail or context."""
+def _reason(error: Exception, url: str) -> str:
+    """The class and primary message of a database error, never its detail or context
+    (which can quote a record) nor the URL's secrets (libpq may quote the URL)."""
     primary = getattr(getattr(error, "diag", None), "message_primary", None)
     text = primary or (str(error).strip().splitlines() or [""])[0]
-    return f"{type(error).__name__}: {text}"
+    return _without_secrets(f"{type(error).__name__}: {text}", url)
 
 
 class PostgresReplayStore(ReplayStore):
@@ -139,7 +160,11 @@ class PostgresReplayStore(ReplayStore):
         self.where = redacted(url)
         self._url = url
         self._timeout_s = timeout_s
-        given = conninfo_to_dict(url)
+        try:
+            given = conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            reason = _without_secrets(str(exc), url)
+            raise ConfigError([f"replay.url: libpq cannot read it: {reason}"]) from None
         # libpq waits at least 2 s for a connection, whatever it is told
         self._options: dict[str, Any] = {
             key: value
@@ -166,17 +191,12 @@ class PostgresReplayStore(ReplayStore):
             reconnect_timeout=max(10.0, 5 * timeout_s),
             check=ConnectionPool.check_connection,
         )
-        self._pool.open(wait=False)
         if readonly:
-            try:
-                self._require_table()
-            except BaseException:
-                self.close()
-                raise
+            self._first_contact(self._require_table)
+        self._pool.open(wait=False)
 
-    def _require_table(self) -> None:
-        with self._connection() as connection:
-            row = connection.execute("SELECT to_regclass('replay_records')").fetchone()
+    def _require_table(self, connection: psycopg.Connection[tuple[Any, ...]]) -> None:
+        row = connection.execute("SELECT to_regclass('replay_records')").fetchone()
         if row is None or row[0] is None:
             raise ReplayStoreError(f"no replay records in {self.where}")
 
@@ -196,25 +216,29 @@ class PostgresReplayStore(ReplayStore):
         except PoolTimeout as exc:
             raise self._unreachable(f"no connection within {self._timeout_s:g} s") from exc
         except psycopg.Error as exc:
-            raise ReplayStoreError(_reason(exc)) from None
+            raise ReplayStoreError(_reason(exc, self._url)) from None
 
     def _migrate(self) -> None:
-        """Run the steps this database has not seen, on a connection of its own (its
-        failure says why the database cannot be reached, which a pool timeout cannot)."""
+        """Run the steps this database has not seen yet (once per store)."""
         with self._migrating:
             if self._migrated:
                 return
-            try:
-                with psycopg.connect(self._url, autocommit=True, **self._options) as connection:
-                    version = self._migrate_on(connection)
-            except psycopg.OperationalError as exc:
-                raise self._unreachable(_reason(exc)) from None
-            except psycopg.Error as exc:
-                log.error("replay_schema_failed", store=self.where, error=_reason(exc))
-                raise ReplayStoreError(_reason(exc)) from None
+            version = self._first_contact(self._migrate_on)
             self._migrated = True
         if version > SCHEMA_VERSION:
             log.info("replay_schema_newer", store=self.where, version=version)
+
+    def _first_contact(self, work: Callable[[psycopg.Connection[tuple[Any, ...]]], T]) -> T:
+        """``work`` on a connection of its own, outside the pool: when it cannot connect,
+        libpq says why (refused, unknown host, bad password), which a pool timeout cannot."""
+        try:
+            with psycopg.connect(self._url, autocommit=True, **self._options) as connection:
+                return work(connection)
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(_reason(exc, self._url)) from None
+        except psycopg.Error as exc:
+            log.error("replay_store_refused", store=self.where, error=_reason(exc, self._url))
+            raise ReplayStoreError(_reason(exc, self._url)) from None
 
     @staticmethod
     def _migrate_on(connection: psycopg.Connection[tuple[Any, ...]]) -> int:
