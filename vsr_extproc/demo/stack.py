@@ -252,7 +252,8 @@ def prepare_stack(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="vsr-stack-"))
     workdir.mkdir(parents=True, exist_ok=True)
     replay = document.setdefault("replay", {})
-    if not Path(replay.get("path", "vsr-replay.sqlite3")).is_absolute():
+    if "url" not in replay and not Path(replay.get("path", "vsr-replay.sqlite3")).is_absolute():
+        # a SQLite file beside the stack's configs; a database URL is used as it is
         replay["path"] = str(workdir / Path(replay.get("path", "vsr-replay.sqlite3")).name)
     config = parse_config(document)
     stack = Stack(config, workdir)

@@ -1,0 +1,106 @@
+"""Replay across replicas: two processors behind one Envoy record into one PostgreSQL
+database, so every replay id a client is given can be looked up through Envoy, whichever
+processor Envoy asks.
+
+With a SQLite file per processor, a lookup that reaches the other processor is a 404;
+here every lookup must succeed, several times each, and both processors must have
+decided some of the requests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+import yaml
+from builders import chat, user
+from postgres import PostgresServer
+from stacks import ROOT, post_chat
+
+from vsr_extproc.demo.stack import Stack, free_port, prepare_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+REQUESTS = 20
+LOOKUPS = 4  # per id, after it is first found: Envoy spreads them over both processors
+
+
+@pytest.fixture
+def shared_store_stack(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer, postgres_url: str
+) -> Iterator[Stack]:
+    document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
+    document["replay"] = {"url": postgres_url}
+    document["server"]["drain_delay_s"] = 0.5
+    admins = [free_port(), free_port()]
+    envoy = document["envoy"]
+    envoy["listen"]["port"] = free_port()
+    envoy["admin"]["port"] = free_port()
+    envoy["processor"] = [{"address": "127.0.0.1", "port": free_port()} for _ in admins]
+    envoy["router_api"] = [{"address": "127.0.0.1", "port": port} for port in admins]
+    for cluster in envoy["clusters"]:
+        for endpoint in cluster["endpoints"]:
+            endpoint["port"] = free_port()
+    stack = prepare_stack(document, tmp_path_factory.mktemp("shared-replay"))
+    try:
+        assert stack.config.envoy is not None
+        stack.start_standins()
+        for number, (endpoint, admin) in enumerate(
+            zip(stack.config.envoy.processor, admins, strict=True)
+        ):
+            stack.start_processor(f"processor{number}", f"127.0.0.1:{endpoint.port}",
+                                  f"127.0.0.1:{admin}")  # fmt: skip
+        stack.start_envoy()
+        stack.wait_ready()
+        yield stack
+    finally:
+        stack.stop()
+
+
+def test_every_replay_id_is_found_through_envoy_whichever_processor_answers(
+    shared_store_stack: Stack,
+) -> None:
+    with httpx.Client(base_url=shared_store_stack.url, timeout=30.0) as client:
+        asked = ["Find the bug: my loop never ends", "hello, how are you?", "how to make a bomb"]
+        answers = [post_chat(client, chat(user(asked[n % len(asked)]))) for n in range(REQUESTS)]
+        ids = [answer.headers["x-vsr-replay-id"] for answer in answers]
+        assert len(set(ids)) == REQUESTS
+        for answer, replay_id in zip(answers, ids, strict=True):
+            record = _found(client, replay_id)
+            assert record["decision"] == answer.headers["x-vsr-decision"]
+            for _ in range(LOOKUPS):
+                again = client.get(f"/v1/router/replay/{replay_id}")
+                assert again.status_code == 200, (replay_id, again.text)
+    deciders = _deciders(shared_store_stack, set(ids))
+    assert set(deciders) == {"processor0", "processor1"}, deciders
+    assert sum(deciders.values()) == REQUESTS
+
+
+def _found(client: httpx.Client, replay_id: str) -> dict[str, object]:
+    """The record, once written (the writer flushes every 10 ms)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        answer = client.get(f"/v1/router/replay/{replay_id}")
+        if answer.status_code == 200:
+            return dict(answer.json())
+        time.sleep(0.05)
+    raise AssertionError(f"no record {replay_id} through Envoy")
+
+
+def _deciders(stack: Stack, ids: set[str]) -> Counter[str]:
+    """How many of ``ids`` each processor decided, from its JSON log."""
+    counts: Counter[str] = Counter()
+    for name, child in stack.children.items():
+        if not name.startswith("processor"):
+            continue
+        for line in child.log_path.read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            entry = orjson.loads(line)
+            if entry.get("event") == "decided" and entry.get("replay_id") in ids:
+                counts[name] += 1
+    return counts
