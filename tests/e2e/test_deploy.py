@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 import grpc
 import pytest
@@ -174,9 +175,10 @@ def test_decisions_and_signals_are_the_demos(router_config: str) -> None:
     ]
 
 
-def test_dev_router_config_is_the_base_with_stand_in_clusters() -> None:
+def test_dev_router_config_is_the_base_with_stand_in_clusters_and_a_shared_store() -> None:
     base, dev = _yaml(BASE_ROUTER), _yaml(DEV_ROUTER)
-    assert _without(dev, "envoy") == _without(base, "envoy")
+    assert _without(dev, "envoy", "replay") == _without(base, "envoy", "replay")
+    assert _without(dev["replay"], "url") == _without(base["replay"], "path")
     assert _without(dev["envoy"], "clusters") == _without(base["envoy"], "clusters")
     assert [c["name"] for c in dev["envoy"]["clusters"]] == [
         c["name"] for c in base["envoy"]["clusters"]
@@ -206,8 +208,20 @@ def test_processor_listens_on_every_interface_of_its_container(router_config: st
     assert config.envoy is not None
     assert (config.envoy.listen.address, config.envoy.listen.port) == ("0.0.0.0", 8080)
     assert (config.envoy.admin.address, config.envoy.admin.port) == ("0.0.0.0", 9901)
-    # the replay store lives on a volume, not in the read-only image
-    assert PurePosixPath(config.replay.path).parent == PurePosixPath("/var/lib/vsr")
+    # the replay store lives in a database or on a volume, not in the read-only image
+    if config.replay.url is None:
+        assert PurePosixPath(config.replay.path).parent == PurePosixPath("/var/lib/vsr")
+
+
+@pytest.mark.parametrize("router_config", ROUTER_CONFIGS)
+def test_a_replay_database_url_holds_no_password(router_config: str) -> None:
+    """These files become ConfigMaps or sit in the repository: libpq takes the password
+    from PGPASSWORD, which the pod or container gets from a Secret or its environment."""
+    config, _ = read_config(ROOT / router_config)
+    if config.replay.url is not None:
+        parts = urlsplit(config.replay.url.get_secret_value())
+        assert parts.password is None
+        assert "password" not in parts.query
 
 
 # --- Kubernetes --------------------------------------------------------------------------------
@@ -309,6 +323,7 @@ def test_manifests_match_the_kubernetes_schemas(overlay: str) -> None:
         expected.add(("v1", "Namespace"))
     if overlay == "dev":
         expected.remove(("policy/v1", "PodDisruptionBudget"))
+        expected |= {("apps/v1", "StatefulSet"), ("v1", "Secret")}  # components/postgres
     assert kinds == expected
 
 
@@ -380,13 +395,14 @@ def test_processor_pod_is_non_root_read_only_and_drains_in_time(overlay: str) ->
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert spec["terminationGracePeriodSeconds"] > config.server.grace_period_s
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     writable = {
         m["mountPath"]
         for m in container["volumeMounts"]
         if "emptyDir" in next(v for v in spec["volumes"] if v["name"] == m["name"])
     }
-    assert writable == {"/tmp", str(PurePosixPath(config.replay.path).parent), env["HF_HOME"]}
+    replay = [] if config.replay.url else [str(PurePosixPath(config.replay.path).parent)]
+    assert writable == {"/tmp", env["HF_HOME"], *replay}
     assert float(env["OMP_NUM_THREADS"]) <= _cpu(container["resources"]["requests"]["cpu"])
 
 
@@ -397,7 +413,7 @@ def _cpu(quantity: str) -> float:
 @pytest.mark.parametrize("overlay", sorted(OVERLAYS))
 def test_every_container_has_requests_and_limits(overlay: str) -> None:
     for document in _rendered(overlay):
-        if document["kind"] != "Deployment":
+        if document["kind"] not in {"Deployment", "StatefulSet"}:
             continue
         for container in document["spec"]["template"]["spec"]["containers"]:
             resources = container["resources"]
@@ -445,6 +461,58 @@ def test_envoy_pod_serves_the_ports_of_its_bootstrap(overlay: str) -> None:
     annotations = admin["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
     assert annotations["prometheus.io/port"] == str(config.admin.listen).rsplit(":", 1)[1]
+
+
+def _env(container: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(e for e in container["env"] if e["name"] == name)
+    return found
+
+
+def _postgres_url(router_config: str) -> SplitResult:
+    config, _ = read_config(ROOT / router_config)
+    assert config.replay.url is not None, f"{router_config} records per replica"
+    return urlsplit(config.replay.url.get_secret_value())
+
+
+def test_dev_processors_share_the_in_cluster_postgres() -> None:
+    url = _postgres_url(DEV_ROUTER)
+    service = _one("dev", "Service", url.hostname or "")
+    database = _one("dev", "StatefulSet", "vsr-postgres")
+    assert database["spec"]["serviceName"] == service["metadata"]["name"]
+    labels = database["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    postgres = _container(database, "postgres")
+    [port] = service["spec"]["ports"]
+    assert port["port"] == url.port == _port(postgres, port["targetPort"])
+    assert _env(postgres, "POSTGRES_USER")["value"] == url.username
+    assert _env(postgres, "POSTGRES_DB")["value"] == url.path.lstrip("/")
+    # the processors' PGPASSWORD and the server's password are one generated Secret's key
+    processor = _container(_one("dev", "Deployment", PROCESSOR), "processor")
+    secret = _env(processor, "PGPASSWORD")["valueFrom"]["secretKeyRef"]
+    assert _env(postgres, "POSTGRES_PASSWORD")["valueFrom"]["secretKeyRef"] == secret
+    [generated] = [doc for doc in _rendered("dev") if doc["kind"] == "Secret"]
+    assert re.fullmatch(r"vsr-postgres-[a-z0-9]{10}", secret["name"])  # rolls on a change
+    assert generated["metadata"]["name"] == secret["name"]
+    assert secret["key"] in generated["data"]
+    # the records outlive the pod, and the pod runs like every other here
+    [claim] = database["spec"]["volumeClaimTemplates"]
+    mounts = {m["name"]: m["mountPath"] for m in postgres["volumeMounts"]}
+    assert mounts[claim["metadata"]["name"]] == "/var/lib/postgresql/data"
+    assert _env(postgres, "PGDATA")["value"].startswith("/var/lib/postgresql/data/")
+    spec = database["spec"]["template"]["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert postgres["securityContext"]["readOnlyRootFilesystem"] is True
+    assert postgres["readinessProbe"]["exec"]["command"][0] == "pg_isready"
+
+
+def test_prod_reads_the_replay_database_password_from_a_secret() -> None:
+    url = _postgres_url(PROD_ROUTER)
+    assert dict(parse_qsl(url.query))["sslmode"] == "verify-full"
+    processor = _container(_one("prod", "Deployment", PROCESSOR), "processor")
+    secret = _env(processor, "PGPASSWORD")["valueFrom"]["secretKeyRef"]
+    assert secret == {"name": "vsr-replay-db", "key": "password"}
+    # the operator creates it (the overlay's header says how): no password in the repository
+    assert not [doc for doc in _rendered("prod") if doc["kind"] == "Secret"]
 
 
 def test_dev_stand_ins_answer_for_every_model_cluster() -> None:
@@ -509,7 +577,7 @@ def _option(command: list[str], flag: str) -> str:
 
 def test_compose_services_have_an_image_and_known_dependencies() -> None:
     services = _services()
-    assert set(services) == {"envoy", "processor", "standins", "prometheus"}
+    assert set(services) == {"envoy", "processor", "standins", "postgres", "prometheus"}
     for name, service in services.items():
         assert "image" in service or "build" in service, name
         assert set(service.get("depends_on", ())) <= set(services), name
@@ -564,6 +632,22 @@ def test_compose_envoy_runs_the_generated_config_against_the_service_names() -> 
     assert upstreams == {"standins"}
     assert services["standins"]["hostname"] == "standins"
     assert f"127.0.0.1:{config.envoy.listen.port}:{config.envoy.listen.port}" in envoy["ports"]
+
+
+def test_compose_processors_record_into_the_postgres_service() -> None:
+    services = _services()
+    processor, postgres = services["processor"], services["postgres"]
+    url = _postgres_url(COMPOSE_ROUTER)
+    assert url.hostname in services
+    assert (url.hostname, url.port) == ("postgres", 5432)
+    assert postgres["environment"]["POSTGRES_USER"] == url.username
+    assert postgres["environment"]["POSTGRES_DB"] == url.path.lstrip("/")
+    assert processor["environment"]["PGPASSWORD"] == postgres["environment"]["POSTGRES_PASSWORD"]
+    assert processor["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    assert "ports" not in postgres, "the database is for the processors only"
+    data = [source for source, target in _binds(postgres) if target == "/var/lib/postgresql/data"]
+    assert data == ["postgres"], "the records survive `docker compose down`"
 
 
 def test_prometheus_scrapes_the_processor_admin_port() -> None:
