@@ -178,7 +178,7 @@ class SqliteReplayStore(ReplayStore):
         self._writer: sqlite3.Connection | None = None
         if not readonly:
             self._writer = self._connect()
-            self._writer.execute("PRAGMA journal_mode=WAL")
+            self._into_wal(self._writer)
             self._writer.execute("PRAGMA synchronous=NORMAL")
             self._migrate(self._writer)
         self._reader = self._connect()
@@ -190,6 +190,20 @@ class SqliteReplayStore(ReplayStore):
         return sqlite3.connect(
             self.path, timeout=5.0, isolation_level=None, check_same_thread=False
         )
+
+    @staticmethod
+    def _into_wal(connection: sqlite3.Connection, timeout_s: float = 5.0) -> None:
+        """WAL mode, waiting for a process that is creating the file at the same moment:
+        the switch can be refused as busy without SQLite's busy timeout being applied."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @staticmethod
     def _migrate(connection: sqlite3.Connection) -> None:
