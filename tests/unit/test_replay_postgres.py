@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -44,6 +45,17 @@ def versions(url: str) -> list[int]:
     with psycopg.connect(url) as connection:
         rows = connection.execute("SELECT version FROM replay_schema ORDER BY version")
         return [row[0] for row in rows.fetchall()]
+
+
+@pytest.fixture
+def logs() -> Iterator[list[dict[str, Any]]]:
+    """What the store logs, at every level (an earlier test may have set a level filter)."""
+    structlog.reset_defaults()
+    try:
+        with structlog.testing.capture_logs() as entries:
+            yield entries
+    finally:
+        structlog.reset_defaults()
 
 
 @pytest.fixture
@@ -139,7 +151,7 @@ def test_a_newer_schema_is_used_as_it_is(postgres_url: str) -> None:
 
 
 def test_a_database_away_at_start_drops_and_counts_records_then_is_used(
-    postgres_server: PostgresServer, postgres_url: str
+    postgres_server: PostgresServer, postgres_url: str, logs: list[dict[str, Any]]
 ) -> None:
     """The processor starts and routes; records made while the database cannot be reached
     are dropped and counted (never waited for on the request path), and once it can be
@@ -148,26 +160,25 @@ def test_a_database_away_at_start_drops_and_counts_records_then_is_used(
     forwarder = Forwarder(postgres_server.port)
     lost: list[int] = []
     url = postgres_server.url(database, port=forwarder.port)
-    with structlog.testing.capture_logs() as logs:
-        recorder = ReplayRecorder(PostgresReplayStore(url, timeout_s=0.5), max_age_s=3600,
-                                  max_records=1000, lost=lost.append)  # fmt: skip
-        try:
-            started = time.perf_counter()
-            early = [plain(new_replay_id(), time.time()) for _ in range(20)]
-            assert all(recorder.record(record) for record in early)
-            assert time.perf_counter() - started < 0.1  # the request path never waits
-            assert _eventually(lambda: recorder.failed == 20, timeout=15)
-            assert sum(lost) == 20
-            assert any(entry["event"] == "replay_store_unreachable" for entry in logs)
-            forwarder.open()
+    recorder = ReplayRecorder(PostgresReplayStore(url, timeout_s=0.5), max_age_s=3600,
+                              max_records=1000, lost=lost.append)  # fmt: skip
+    try:
+        started = time.perf_counter()
+        early = [plain(new_replay_id(), time.time()) for _ in range(20)]
+        assert all(recorder.record(record) for record in early)
+        assert time.perf_counter() - started < 0.1  # the request path never waits
+        assert _eventually(lambda: recorder.failed == 20, timeout=15)
+        assert sum(lost) == 20
+        assert any(entry["event"] == "replay_store_unreachable" for entry in logs)
+        forwarder.open()
 
-            def record_one() -> None:
-                recorder.record(plain(new_replay_id(), time.time()))
+        def record_one() -> None:
+            recorder.record(plain(new_replay_id(), time.time()))
 
-            assert _eventually(lambda: recorder.written > 0, timeout=40, poke=record_one)
-        finally:
-            recorder.close()
-            forwarder.close()
+        assert _eventually(lambda: recorder.written > 0, timeout=40, poke=record_one)
+    finally:
+        recorder.close()
+        forwarder.close()
     assert versions(postgres_url) == list(range(1, SCHEMA_VERSION + 1))
     assert any(entry["event"] == "replay_store_reachable" for entry in logs)
     direct = PostgresReplayStore(postgres_url)
@@ -179,21 +190,20 @@ def test_a_database_away_at_start_drops_and_counts_records_then_is_used(
 
 
 def test_an_unreachable_database_fails_fast_for_a_while_and_never_shows_the_password(
-    postgres_server: PostgresServer,
+    postgres_server: PostgresServer, logs: list[dict[str, Any]]
 ) -> None:
     forwarder = Forwarder(postgres_server.port)  # never opened: nothing listens there
     url = f"postgresql://vsr:{SECRET}@127.0.0.1:{forwarder.port}/replay"
-    with structlog.testing.capture_logs() as logs:
-        store = PostgresReplayStore(url, timeout_s=0.5)
-        try:
-            with pytest.raises(ReplayStoreUnavailable) as first:
-                store.get("x")
-            started = time.perf_counter()
-            with pytest.raises(ReplayStoreUnavailable) as again:
-                store.put(plain("x", 1.0))
-            assert time.perf_counter() - started < 0.1  # no second wait during the pause
-        finally:
-            store.close()
+    store = PostgresReplayStore(url, timeout_s=0.5)
+    try:
+        with pytest.raises(ReplayStoreUnavailable) as first:
+            store.get("x")
+        started = time.perf_counter()
+        with pytest.raises(ReplayStoreUnavailable) as again:
+            store.put(plain("x", 1.0))
+        assert time.perf_counter() - started < 0.1  # no second wait during the pause
+    finally:
+        store.close()
     said = f"{first.value} {again.value} {logs}"
     assert SECRET not in said
     assert f"vsr:***@127.0.0.1:{forwarder.port}/replay" in said
