@@ -41,6 +41,8 @@ class Seen:
 class Recorder(Protocol):
     def defer(self, replay_id: str, build: Callable[[], Any]) -> bool: ...
 
+    def respond(self, replay_id: str, response: dict[str, Any]) -> bool: ...
+
 
 class Observer:
     def __init__(
@@ -115,9 +117,8 @@ class Observer:
             unreadable=outcome["unreadable"],
             ended=outcome["ended"],
         )
-        respond = getattr(self.recorder, "respond", None)
-        if respond is not None:
-            respond(seen.replay_id, outcome)
+        if self.recorder is not None and not self.recorder.respond(seen.replay_id, outcome):
+            self.metrics.replay_dropped.inc()
 
     def passed_through(self, seen: Seen, path: str, model: str | None) -> None:
         self.metrics.answered("passthrough", "passthrough")
