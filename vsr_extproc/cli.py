@@ -96,9 +96,27 @@ def _parser() -> argparse.ArgumentParser:
         help="the replay SQLite file, or the shared database: postgresql://user@host:port/db "
         "(PGPASSWORD and libpq's other variables fill in the rest)",
     )
-    replay.add_argument("--config", required=True, type=Path, help="the config to try")
+    replay.add_argument("--config", type=Path, help="the config to try (not with --list)")
     replay.add_argument(
         "--since", help="only records from this time: ISO-8601, or an age such as 2h, 30m, 7d"
+    )
+    replay.add_argument("--decision", help="only records of this request decision")
+    replay.add_argument(
+        "--status", help="only records whose answer had this status: 200, or a class: 5xx"
+    )
+    replay.add_argument(
+        "--finish-reason", help="only records whose answer ended so: stop, length, tool_calls"
+    )
+    replay.add_argument(
+        "--response-decision", help="only records whose answer this response decision acted on"
+    )
+    replay.add_argument(
+        "--tool", help="only records whose answer called a tool matching this pattern: *memory*"
+    )
+    replay.add_argument(
+        "--list",
+        action="store_true",
+        help="list the chosen records (id, time, decision, model, answer) instead of a what-if",
     )
     replay.add_argument("--json", action="store_true", help="print the report as JSON")
     replay.set_defaults(run=_replay)
@@ -291,28 +309,64 @@ def _replay(args: argparse.Namespace) -> int:
     from vsr_extproc.config.compile import load_policy, replay_store_config
     from vsr_extproc.errors import ReplayStoreError
     from vsr_extproc.replay.store import open_store
-    from vsr_extproc.replay.whatif import format_whatif, parse_since, whatif
+    from vsr_extproc.replay.whatif import RecordFilter, format_whatif, parse_since, whatif
 
     try:
         since = parse_since(args.since) if args.since else None
+        chosen = RecordFilter(
+            args.decision, args.status, args.finish_reason, args.response_decision, args.tool
+        )
     except ValueError as exc:
-        print(f"--since: {exc}", file=sys.stderr)
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
+    if (args.config is None) != args.list:
+        print("replay: give --config for a what-if, or --list", file=sys.stderr)
         return 2
     settings = replay_store_config(args.store)
-    _, policy = load_policy(args.config)
+    policy = load_policy(args.config)[1] if args.config is not None else None
     try:
         store = open_store(settings, readonly=True)
     except (FileNotFoundError, ReplayStoreError) as exc:
         print(exc, file=sys.stderr)
         return 2
     try:
-        report = whatif(store.scan(since), policy)
+        records = chosen.select(store.scan(since))
+        if policy is None:
+            return _list_records(records, as_json=args.json)
+        report = whatif(records, policy)
     except ReplayStoreError as exc:
         print(f"reading the replay store failed: {exc}", file=sys.stderr)
         return 1
     finally:
         store.close()
     print(orjson.dumps(report.data()).decode() if args.json else format_whatif(report))
+    return 0
+
+
+def _list_records(records: Any, *, as_json: bool) -> int:
+    """One line per record: its id, time, decision, model and how it was answered."""
+    import datetime
+
+    for record in records:
+        response = record.response or {}
+        usage = response.get("usage") or {}
+        summary = {
+            "id": record.id,
+            "time": datetime.datetime.fromtimestamp(record.time, datetime.UTC).isoformat(),
+            "decision": record.decision,
+            "outcome": record.outcome,
+            "model": record.model,
+            "status": response.get("status"),
+            "finish_reason": response.get("finish_reason"),
+            "output_tokens": usage.get("output_tokens"),
+            "response_decision": response.get("decision"),
+            "tool_calls": response.get("tool_calls") or [],
+        }
+        if as_json:
+            print(orjson.dumps(summary).decode())
+        else:
+            print("  ".join("-" if value in (None, []) else str(value)
+                            for value in summary.values()))  # fmt: skip
     return 0
 
 

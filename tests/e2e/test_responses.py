@@ -33,7 +33,6 @@ def _document() -> dict[str, Any]:
     document["signals"]["tool_call"] = demo["signals"]["tool_call"]
     document["signals"]["output"] = demo["signals"]["output"]
     document["responses"] = copy.deepcopy(demo["responses"])
-    document["replay"] = {"enabled": False}
     for decision in document["decisions"]:
         if decision["name"] == "coding":
             decision["action"]["process_response"] = False
@@ -164,6 +163,36 @@ def test_a_memory_write_with_a_passport_number_never_reaches_the_client(
     assert events[-2]["error"]["decision"] == "refuse_memory_pii"
     assert PASSPORT not in streamed.text
     assert _content(streamed.text) == "Saving that."
+
+
+def _record(http: httpx.Client, replay_id: str) -> dict[str, Any]:
+    """The replay record once its answer is in it (records are written off the request
+    path, the answer's part after the answer has ended)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = http.get(f"/v1/router/replay/{replay_id}")
+        if found.status_code == 200 and found.json().get("response") is not None:
+            record: dict[str, Any] = found.json()
+            return record
+        time.sleep(0.1)
+    raise AssertionError(f"no record with its answer for {replay_id}")
+
+
+def test_the_replay_record_gets_what_the_model_answered(http: httpx.Client) -> None:
+    streamed = _chat(http, stream=True, content="w" * 400, chunks=4)
+    response = _record(http, streamed.headers["x-vsr-replay-id"])["response"]
+    assert response["status"] == 200
+    assert response["stream"] is True
+    assert response["finish_reason"] == "stop"
+    assert response["usage"] == {"input_tokens": 3, "output_tokens": 100, "estimated": False}
+    assert response["timings"]["first_token_s"] is not None
+
+    call = _tool("save_memory", note=f"passport number {PASSPORT}")
+    blocked = _chat(http, tool_calls=[call])
+    response = _record(http, blocked.headers["x-vsr-replay-id"])["response"]
+    assert response["tool_calls"] == ["save_memory"]
+    assert response["decisions"] == [{"decision": "refuse_memory_pii", "action": "block"}]
+    assert PASSPORT not in orjson.dumps(response).decode()
 
 
 def test_a_destructive_shell_call_is_blocked(http: httpx.Client) -> None:

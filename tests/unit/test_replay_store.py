@@ -740,3 +740,41 @@ def _eventually(check: Any, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def _answered(replay_id: str, at: float, **response: Any) -> ReplayRecord:
+    return dataclasses.replace(plain(replay_id, at), response=response)
+
+
+def test_replay_lists_and_filters_records_by_what_the_model_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vsr_extproc.cli import main
+
+    path = tmp_path / "replay.sqlite3"
+    store = SqliteReplayStore(path)
+    store.put_many(
+        [
+            _answered("a1", 1.0, status=200, finish_reason="stop", tool_calls=[],
+                      usage={"output_tokens": 12}, decisions=[]),
+            _answered("a2", 2.0, status=200, finish_reason="tool_calls",
+                      tool_calls=["save_memory"], decision="refuse_memory_pii",
+                      decisions=[{"decision": "refuse_memory_pii", "action": "block"}]),
+            _answered("a3", 3.0, status=503, finish_reason=None, tool_calls=[], decisions=[]),
+            plain("a4", 4.0),  # decided, but its answer was never measured
+        ]
+    )  # fmt: skip
+    store.close()
+
+    def listed(*options: str) -> list[str]:
+        assert main(["replay", "--store", str(path), "--list", "--json", *options]) == 0
+        return [orjson.loads(line)["id"] for line in capsys.readouterr().out.splitlines()]
+
+    assert listed() == ["a1", "a2", "a3", "a4"]
+    assert listed("--tool", "*memory*") == ["a2"]
+    assert listed("--response-decision", "refuse_memory_pii") == ["a2"]
+    assert listed("--status", "5xx") == ["a3"]
+    assert listed("--status", "200", "--finish-reason", "stop") == ["a1"]
+    assert listed("--decision", "nothing-like-it") == []
+    assert main(["replay", "--store", str(path), "--list", "--status", "bad"]) == 2
+    assert "expected a status such as 200 or 5xx" in capsys.readouterr().err

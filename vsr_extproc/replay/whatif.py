@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import fnmatch
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -271,3 +272,55 @@ def parse_since(text: str, now: float | None = None) -> float:
         raise ValueError(
             f"{text!r} is neither an ISO-8601 time nor an age such as 30m, 2h or 7d"
         ) from None
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """Which records a replay reads, by their decision and by what the model answered
+    (the ``response`` the response phase recorded). Every given criterion must hold; a
+    record without a response fails every answer criterion."""
+
+    decision: str | None = None
+    #: an HTTP status (``200``) or a class (``5xx``)
+    status: str | None = None
+    finish_reason: str | None = None
+    response_decision: str | None = None
+    #: a tool the model called, a shell-style pattern (``*memory*``)
+    tool: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is not None and not re.fullmatch(r"[1-5](?:xx|\d\d)", self.status):
+            raise ValueError(f"expected a status such as 200 or 5xx, got {self.status!r}")
+
+    @property
+    def reads_answers(self) -> bool:
+        return any((self.status, self.finish_reason, self.response_decision, self.tool))
+
+    def __call__(self, record: ReplayRecord) -> bool:
+        if self.decision is not None and record.decision != self.decision:
+            return False
+        if not self.reads_answers:
+            return True
+        response = record.response
+        if not isinstance(response, dict):
+            return False
+        if self.status is not None and not _status_is(response.get("status"), self.status):
+            return False
+        if self.finish_reason is not None and response.get("finish_reason") != self.finish_reason:
+            return False
+        acted = [item.get("decision") for item in response.get("decisions") or ()]
+        if self.response_decision is not None and self.response_decision not in acted:
+            return False
+        tools = response.get("tool_calls") or ()
+        return self.tool is None or any(fnmatch.fnmatchcase(str(t), self.tool) for t in tools)
+
+    def select(self, records: Iterable[ReplayRecord]) -> Iterator[ReplayRecord]:
+        return (record for record in records if self(record))
+
+
+def _status_is(status: Any, wanted: str) -> bool:
+    if not isinstance(status, int):
+        return False
+    if wanted.endswith("xx"):
+        return status // 100 == int(wanted[0])
+    return status == int(wanted)
