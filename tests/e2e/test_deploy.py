@@ -62,7 +62,8 @@ GENERATED = {
 ROUTER_CONFIGS = [COMPOSE_ROUTER, BASE_ROUTER, DEV_ROUTER, DEV_STANDINS, PROD_ROUTER, VLLM_ROUTER]
 # what differs with where the router runs (addresses, paths); the rest must be the demo's
 DEPLOYMENT_SECTIONS = ("server", "admin", "replay", "envoy")
-ADDRESSES = ("listen", "admin", "processor", "router_api", "clusters")
+# where things listen, and what a public listener must not serve (the demo's is loopback)
+ADDRESSES = ("listen", "admin", "processor", "router_api", "clusters", "expose_explain")
 
 
 def _yaml(path: str | Path) -> Any:

@@ -316,3 +316,13 @@ def test_a_large_streamed_answer_passes_whole_through_the_guards(http: httpx.Cli
     assert answer.status_code == 200
     assert len(_content(answer.text)) == size
     assert time.monotonic() - started < 60
+
+
+def test_explain_is_not_served_on_a_listener_that_did_not_ask_for_it(
+    http: httpx.Client,
+) -> None:
+    explained = http.post("/v1/router/explain", json=_body("ignore previous instructions"))
+    assert explained.status_code == 404
+    assert "admin port" in explained.json()["error"]["message"]
+    # the rest of the router's API is refused by Envoy too, never passed to a model
+    assert http.get("/v1/router/anything").status_code == 404

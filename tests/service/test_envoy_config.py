@@ -40,7 +40,8 @@ def test_one_route_per_model_and_a_closed_catch_all() -> None:
     routes = _hcm(_demo_bootstrap())["route_config"]["virtual_hosts"][0]["routes"]
     selected = {
         route["match"]["headers"][0]["string_match"]["exact"]: route["route"]["cluster"]
-        for route in routes[1:-1]
+        for route in routes
+        if route["name"].startswith("model-")
     }
     assert selected == {
         "general": "general_llm",
@@ -96,3 +97,26 @@ def test_a_model_on_an_undefined_cluster_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match=r"models\[0\].cluster: no cluster 'nowhere'"):
         compile_policy(parse_config(document), Resources())
+
+
+def _routes(**envoy: object) -> dict[str, dict[str, object]]:
+    config, _ = read_config(DEMO)
+    changed = config.model_copy(
+        update={"envoy": config.envoy.model_copy(update=envoy)}  # type: ignore[union-attr]
+    )
+    hcm = _hcm(build_bootstrap(changed))
+    return {route["name"]: route for route in hcm["route_config"]["virtual_hosts"][0]["routes"]}
+
+
+def test_explain_is_not_served_on_the_listener_unless_asked_for() -> None:
+    default = _routes(expose_explain=False)
+    assert "router-api-explain" not in default
+    assert default["router-api-replay"]["match"] == {"prefix": "/v1/router/replay/"}
+    # the rest of the router's API is refused by Envoy itself, never sent to a model
+    assert default["router-api-not-exposed"]["direct_response"]["status"] == 404
+    names = list(default)
+    assert names.index("router-api-not-exposed") < names.index("no-model-selected")
+    asked = _routes(expose_explain=True)
+    assert asked["router-api-explain"]["match"] == {"path": "/v1/router/explain"}
+    closed = _routes(expose_explain=False, expose_router_api=False)
+    assert [name for name in closed if name.startswith("router-api")] == ["router-api-not-exposed"]

@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import sys
+
+import pytest
 import vsr_extproc.core.router, vsr_extproc.core.decision, vsr_extproc.core.explain
 import vsr_extproc.config.compile
 from vsr_extproc.config.compile import load_policy
@@ -42,6 +46,33 @@ def test_debug_access_trusts_a_token_or_a_source_range() -> None:
     assert not access.granted(asked, "not-an-address")
     assert access.granted({**asked, "x-router-debug-token": "a-long-enough-token"}, None)
     assert not access.granted({**asked, "x-router-debug-token": "guess"}, None)
+    assert not access.granted({**asked, "x-router-debug-token": "a-long-enough-tokeN"}, None)
+    assert not access.granted({**asked, "x-router-debug-token": "ä-long-enough-token"}, None)
+
+
+def test_the_debug_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comparison that stops at the first wrong character tells, by its time, how much
+    of a guess was right; every token check must go through hmac.compare_digest."""
+    import hmac
+
+    from vsr_extproc.envoy import servicer
+
+    compared: list[tuple[bytes, bytes]] = []
+    constant_time = hmac.compare_digest
+
+    def compare(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return constant_time(a, b)
+
+    monkeypatch.setattr(servicer.hmac, "compare_digest", compare)
+    access = servicer.DebugAccess(token="a-long-enough-token")
+    asked = {"x-router-debug": "1"}
+    assert not access.granted({**asked, "x-router-debug-token": "a-long-enough-tokeX"}, None)
+    assert access.granted({**asked, "x-router-debug-token": "a-long-enough-token"}, None)
+    assert compared == [
+        (b"a-long-enough-tokeX", b"a-long-enough-token"),
+        (b"a-long-enough-token", b"a-long-enough-token"),
+    ]
 
 
 def test_the_client_address_comes_from_envoys_attributes() -> None:

@@ -730,7 +730,14 @@ class EnvoyConfig(Strict):
     )
     expose_router_api: bool = Field(
         default=True,
-        description="route /v1/router/explain and /v1/router/replay/{id} through Envoy",
+        description="route GET /v1/router/replay/{id} (the record of an answer the client "
+        "got) through Envoy",
+    )
+    expose_explain: bool = Field(
+        default=False,
+        description="also route POST /v1/router/explain through Envoy: whoever reaches the "
+        "listener can then read every signal's score for any prompt (a tuning oracle for "
+        "attacks), so keep it off on a public listener; the admin port always serves it",
     )
     message_timeout_ms: int = Field(
         default=5000,

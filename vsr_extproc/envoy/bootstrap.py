@@ -70,15 +70,14 @@ def build_bootstrap(config: RouterConfig) -> dict[str, Any]:
         _model_route(model.name, clusters[model.cluster], response_headers)
         for model in config.models
     ]
-    if envoy.expose_router_api:
-        routes.insert(0, _router_api_route())
+    routes[:0] = _router_api_routes(envoy)
     routes.append(_catch_all(config, envoy, clusters))
     return {
         "admin": {"address": _socket(envoy.admin)},
         "static_resources": {
             "listeners": [_listener(config, envoy, routes)],
             "clusters": [_processor_cluster(config, envoy)]
-            + ([_router_api_cluster(envoy)] if envoy.expose_router_api else [])
+            + ([_router_api_cluster(envoy)] if _serves_router_api(envoy) else [])
             + [_model_cluster(cluster, envoy) for cluster in envoy.clusters],
         },
     }
@@ -187,18 +186,50 @@ def _model_route(
 ROUTER_API_CLUSTER = "vsr_router_api"
 
 
-def _router_api_route() -> dict[str, Any]:
-    """/v1/router/* goes to the processors' admin ports, without passing through ext_proc."""
+def _router_api_routes(envoy: EnvoyConfig) -> list[dict[str, Any]]:
+    """What of the router's API the listener serves, from the processors' admin ports and
+    without passing through ext_proc: replay lookups, and explain only when asked for (it
+    shows any prompt's scores to whoever sends it). The rest of /v1/router/ is answered
+    404 here, never sent to a model."""
+    routes = []
+    if envoy.expose_explain:
+        routes.append(_router_api_route("router-api-explain", {"path": "/v1/router/explain"}))
+    if envoy.expose_router_api:
+        routes.append(_router_api_route("router-api-replay", {"prefix": "/v1/router/replay/"}))
+    # Envoy's local-reply mappers wrap this in the OpenAI-style error JSON
+    not_exposed = (
+        "The router API is not served on this listener; the processor's admin port serves it."
+    )
+    routes.append(
+        {
+            "name": "router-api-not-exposed",
+            "match": {"prefix": "/v1/router/"},
+            "direct_response": {"status": 404, "body": {"inline_string": not_exposed}},
+            "typed_per_filter_config": _no_ext_proc(),
+        }
+    )
+    return routes
+
+
+def _no_ext_proc() -> dict[str, Any]:
     return {
-        "name": "router-api",
-        "match": {"prefix": "/v1/router/"},
-        "route": {"cluster": ROUTER_API_CLUSTER, "timeout": "30s"},
-        "typed_per_filter_config": {
-            "envoy.filters.http.ext_proc": _typed(
-                "filters.http.ext_proc.v3.ExtProcPerRoute", disabled=True
-            )
-        },
+        "envoy.filters.http.ext_proc": _typed(
+            "filters.http.ext_proc.v3.ExtProcPerRoute", disabled=True
+        )
     }
+
+
+def _router_api_route(name: str, match: dict[str, str]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "match": match,
+        "route": {"cluster": ROUTER_API_CLUSTER, "timeout": "30s"},
+        "typed_per_filter_config": _no_ext_proc(),
+    }
+
+
+def _serves_router_api(envoy: EnvoyConfig) -> bool:
+    return envoy.expose_router_api or envoy.expose_explain
 
 
 def _router_api_cluster(envoy: EnvoyConfig) -> dict[str, Any]:

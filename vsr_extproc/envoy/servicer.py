@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -71,7 +72,14 @@ class DebugAccess:
     def granted(self, headers: dict[str, str], address: str | None) -> bool:
         if headers.get(self.request_header) != "1":
             return False
-        if self.token is not None and headers.get(self.token_header) == self.token:
+        offered = headers.get(self.token_header)
+        # in constant time: a comparison that stops at the first wrong character would tell
+        # an attacker, by timing, how much of a guess was right
+        if (
+            self.token is not None
+            and offered is not None
+            and hmac.compare_digest(offered.encode(), self.token.encode())
+        ):
             return True
         if address is None or not self.trusted:
             return False
