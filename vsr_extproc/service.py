@@ -106,10 +106,20 @@ class Service:
     admin: web.AppRunner | None = None
     admin_port: int | None = None
     serving: bool = False
+    #: the ext_proc servicer (its debug access is swapped on reload)
+    processor: ExternalProcessor | None = None
+    #: the config whose live sections (debug, images.fetch, reload) are applied; ``config``
+    #: stays the one the processor started with
+    live_config: RouterConfig = field(init=False)
     _digest: str = ""
+    #: the content of the last file that failed to load: not reported again until it changes
+    _failed_digest: str = ""
     _watcher: asyncio.Task[None] | None = None
     _settling: asyncio.Task[None] | None = None
     _reloading: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.live_config = self.config
 
     async def warm_up(self, policy: Policy | None = None) -> None:
         await self.router.explain(_WARM_UP_BODY, policy)
@@ -146,6 +156,9 @@ class Service:
                 await self.warm_up(policy)
             except ConfigError as exc:
                 return self._reload_failed(why, exc)
+            except Exception as exc:  # a model that cannot load, a checkpoint that mismatches
+                log.exception("reload_failed", why=why, keeping=self.router.policy.fingerprint)
+                return self._reload_failed(why, ConfigError([f"{type(exc).__name__}: {exc}"]))
             previous = self.router.swap(policy)
             self._digest = digest
             released = self.resources.release_unused()
@@ -164,10 +177,8 @@ class Service:
                 )
             self.metrics.reloads.labels("success").inc()
             self.metrics.runtimes(runtime_states(self.resources))
-            restart = [
-                name for name in ("server", "admin", "replay", "envoy")
-                if getattr(config, name) != getattr(self.config, name)
-            ]  # fmt: skip
+            applied = await self._apply_live(config)
+            restart = needs_restart(self.config, config)
             log.info(
                 "reloaded",
                 why=why,
@@ -175,9 +186,35 @@ class Service:
                 previous=previous.fingerprint,
                 decisions=len(policy.decisions),
                 released=len(released),
+                applied=applied or None,
                 needs_restart=restart or None,
             )
             return True
+
+    async def _apply_live(self, config: RouterConfig) -> list[str]:
+        """Apply the service settings a reload can change without a restart: debug access,
+        remote image fetching and the reload settings themselves. Returns what changed."""
+        live = self.live_config
+        applied = []
+        if config.debug != live.debug and self.processor is not None:
+            self.processor.debug = _debug_access(config)
+            applied.append("debug")
+        if config.images.fetch != live.images.fetch:
+            old, fetch = self.fetcher, config.images.fetch
+            self.fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None
+            self.router.fetcher = self.fetcher
+            if old is not None:
+                # requests in flight may still be fetching with it: close it after the grace
+                asyncio.get_running_loop().call_later(
+                    config.server.grace_period_s, lambda: asyncio.ensure_future(old.close())
+                )
+            applied.append("images.fetch")
+        self.live_config = config
+        if config.reload != live.reload:
+            if config.reload.watch and (self._watcher is None or self._watcher.done()):
+                self._watcher = asyncio.create_task(self.watch())
+            applied.append("reload")  # a running watcher reads the new settings itself
+        return applied
 
     def _reload_failed(self, why: str, error: ConfigError) -> bool:
         self.metrics.reloads.labels("invalid").inc()
@@ -190,16 +227,26 @@ class Service:
         )
         return False
 
-    async def watch(self, interval_s: float) -> None:
-        """Reload whenever the config file's content changes."""
-        while True:
-            await asyncio.sleep(interval_s)
+    async def watch(self) -> None:
+        """Reload whenever the config file's content changes, as ``reload`` says (in the
+        config that is live: a reload can change the interval or stop the watching).
+
+        A file that failed to load is reported once, not on every look, until it changes.
+        """
+        while self.live_config.reload.watch:
+            await asyncio.sleep(self.live_config.reload.interval_ms / 1000)
             try:
                 digest = hashlib.sha256(self.config_path.read_bytes()).hexdigest()[:12]
             except OSError:
                 continue  # mid-rename by an editor or a ConfigMap update; look again
-            if digest != self._digest:
-                await self.reload("changed")
+            if digest in (self._digest, self._failed_digest):
+                continue
+            try:
+                loaded = await self.reload("changed")
+            except Exception:  # never let one bad reload end the watching
+                log.exception("reload_failed", why="changed")
+                loaded = False
+            self._failed_digest = "" if loaded else digest
 
     async def stop(self, grace_s: float | None = None, drain_delay_s: float | None = None) -> None:
         """Drain: NOT_SERVING first, keep accepting for the drain delay, then let in-flight
@@ -221,6 +268,20 @@ class Service:
             await self.fetcher.close()
         if self.recorder is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.recorder.close)
+
+
+#: sections a running processor cannot change: they take effect after a restart
+RESTART_SECTIONS = ("server", "admin", "replay", "envoy")
+
+
+def needs_restart(running: RouterConfig, loaded: RouterConfig) -> list[str]:
+    """What of ``loaded`` differs from the config the processor started with and needs a
+    restart (or, for the response phase, Envoy's config generated again) to apply."""
+    changed = [name for name in RESTART_SECTIONS if getattr(loaded, name) != getattr(running, name)]
+    if loaded.responses.enabled != running.responses.enabled:
+        # Envoy sends answers to the processor only if its bootstrap says so
+        changed.append("responses.enabled (regenerate the Envoy config)")
+    return changed
 
 
 def runtime_states(resources: Resources) -> list[tuple[str, str, bool]]:
@@ -341,6 +402,7 @@ async def start(
     )
     service._digest = digest
     service.observer = observer
+    service.processor = processor
     metrics.runtimes(runtime_states(resources))
     await service.set_serving(False)
     await server.start()
@@ -352,7 +414,7 @@ async def start(
         freeze_heap()
     await service.set_serving(True)
     if config.reload.watch:
-        service._watcher = asyncio.create_task(service.watch(config.reload.interval_ms / 1000))
+        service._watcher = asyncio.create_task(service.watch())
     log.info(
         "serving",
         address=address.rsplit(":", 1)[0] + f":{port}",
@@ -408,7 +470,10 @@ async def serve(
         while True:
             await hangup.wait()
             hangup.clear()  # SIGHUPs during a reload make one more reload, not several
-            await service.reload("SIGHUP")
+            try:
+                await service.reload("SIGHUP")
+            except Exception:  # the next SIGHUP must still be heard
+                log.exception("reload_failed", why="SIGHUP")
 
     reloading = asyncio.create_task(reload_on_hangup())
     await stopping.wait()

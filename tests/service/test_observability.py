@@ -280,3 +280,84 @@ async def test_models_a_reload_releases_are_freed_though_the_heap_was_frozen(
     finally:
         gc.unfreeze()
         await service.stop(0, 0)
+
+
+async def _reloads(service: Service, result: str) -> float:
+    async with _admin(service) as admin:
+        text = (await admin.get("/metrics")).text
+    line = f'vsr_config_reloads_total{{result="{result}"}} '
+    found = [row for row in text.splitlines() if row.startswith(line)]
+    return float(found[0].rsplit(" ", 1)[1]) if found else 0.0
+
+
+async def test_an_invalid_file_is_reported_once_not_on_every_look(
+    service: Service, config_path: Path
+) -> None:
+    _original(config_path)
+    config_path.write_text("models: [\n")
+    for _ in range(50):  # the watcher looks every 200 ms
+        if await _reloads(service, "invalid") >= 1:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)  # five more looks at the same broken file
+    assert await _reloads(service, "invalid") == 1
+    _reprioritise(config_path, "refuse_forbidden", drop=True)  # fixed: loaded at once
+    for _ in range(50):
+        if await _reloads(service, "success") >= 1:
+            break
+        await asyncio.sleep(0.1)
+    assert await _reloads(service, "success") == 1
+
+
+async def test_a_reload_that_fails_outside_the_config_keeps_watching(
+    service: Service, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vsr_extproc.service as module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the checkpoint does not match its config")
+
+    monkeypatch.setattr(module, "compile_policy", broken)
+    _reprioritise(config_path, "refuse_forbidden", drop=True)
+    for _ in range(50):
+        if await _reloads(service, "invalid") >= 1:
+            break
+        await asyncio.sleep(0.1)
+    assert await _reloads(service, "invalid") == 1
+    monkeypatch.undo()
+    document = yaml.safe_load(_original(config_path))
+    document["decisions"] = document["decisions"][1:]
+    config_path.write_text(yaml.safe_dump(document))
+    for _ in range(50):
+        if await _reloads(service, "success") >= 1:
+            break
+        await asyncio.sleep(0.1)
+    assert await _reloads(service, "success") == 1  # the watcher outlived the error
+    assert service._watcher is not None
+    assert not service._watcher.done()
+
+
+async def test_debug_and_reload_settings_apply_on_reload_the_rest_is_named(
+    service: Service, config_path: Path
+) -> None:
+    from vsr_extproc.service import needs_restart
+
+    assert service.processor is not None
+    assert service.processor.debug.token == "s3cret-debug-token-1"
+    document = yaml.safe_load(_original(config_path))
+    document["debug"] = {"token": "an0ther-debug-token-2"}
+    document["reload"] = {"interval_ms": 300}
+    document["server"]["grace_period_s"] = 3
+    config_path.write_text(yaml.safe_dump(document))
+    assert await service.reload("test")
+    assert service.processor.debug.token == "an0ther-debug-token-2"
+    assert service.live_config.reload.interval_ms == 300
+    loaded = service.live_config
+    assert needs_restart(service.config, loaded) == ["server"]
+    disabled = loaded.model_copy(
+        update={"responses": loaded.responses.model_copy(update={"enabled": False})}
+    )
+    assert needs_restart(service.config, disabled) == [
+        "server",
+        "responses.enabled (regenerate the Envoy config)",
+    ]
