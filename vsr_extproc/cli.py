@@ -14,8 +14,6 @@ import orjson
 
 from vsr_extproc.errors import ConfigError, RequestError
 
-DEMO_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "demo" / "router.yaml"
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     # OpenMP threads that spin while waiting steal the cores other threads need (measured:
@@ -188,7 +186,9 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="start Envoy, the processor and stand-in upstreams; send sample requests"
     )
-    demo.add_argument("--config", type=Path, default=DEMO_CONFIG)
+    demo.add_argument(
+        "--config", type=Path, help="a router config (default: the demo's, deploy/demo/router.yaml)"
+    )
     demo.add_argument("--port", type=int, help="Envoy's listener port (default from config)")
     demo.add_argument(
         "--once", action="store_true", help="exit after printing the table (no serving)"
@@ -432,9 +432,11 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from vsr_extproc.demo import demo_files
     from vsr_extproc.demo.run import run_demo
 
-    return run_demo(args.config, port=args.port, once=args.once, vision_model=args.vision_model)
+    config = args.config or demo_files() / "router.yaml"
+    return run_demo(config, port=args.port, once=args.once, vision_model=args.vision_model)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ answered; then keeps serving until Ctrl-C, which stops every child.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -17,9 +18,10 @@ from typing import Any
 import httpx
 import yaml
 
+from vsr_extproc.demo import demo_files
 from vsr_extproc.demo.stack import Stack, port_is_free, prepare_stack
 
-REQUESTS = Path(__file__).resolve().parents[2] / "deploy" / "demo" / "requests"
+REQUESTS = demo_files() / "requests"
 NO_VISION = """
 No SigLIP checkpoint is configured, so the vision signals cannot see images. What still
 works: the passport is recognised by its machine-readable zone (OCR, ICAO check digits)
@@ -107,6 +109,10 @@ def run_demo(
         )
         return 1
     print(f"logs and generated configs: {stack.workdir}")
+    # a closed terminal (SIGHUP), `timeout` or a process manager (SIGTERM) stops every
+    # child as Ctrl-C does, so none is left holding its port
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
     try:
         _start(stack)
         with httpx.Client(timeout=30.0) as client:
@@ -125,7 +131,7 @@ def run_demo(
         print(f"Serving on {stack.url} (Envoy admin {stack.admin_url}). Ctrl-C stops it all.")
         print(
             f"  try: curl -s {stack.url}/v1/chat/completions -H 'content-type: "
-            f"application/json' -d @deploy/demo/requests/02-find-the-bug.json -i"
+            f"application/json' -d @{REQUESTS / '02-find-the-bug.json'} -i"
         )
         while all(child.alive() for child in stack.children.values()):
             time.sleep(0.5)
@@ -133,11 +139,21 @@ def run_demo(
         for child in dead:
             print(f"{child.name} stopped unexpectedly:\n{child.log_tail()}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stopped):
         print("\nstopping…")
         return 0
     finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)  # a second signal must not cut this short
         stack.stop()
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP arrived."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signal.Signals(signum).name)
 
 
 def _start(stack: Stack) -> None:
