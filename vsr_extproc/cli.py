@@ -372,7 +372,7 @@ def _list_records(records: Any, *, as_json: bool) -> int:
 
 def _envoy_config(args: argparse.Namespace) -> int:
     from vsr_extproc.config.compile import read_config
-    from vsr_extproc.envoy.bootstrap import render_bootstrap
+    from vsr_extproc.config.envoy import render_bootstrap
 
     config, _ = read_config(args.config)
     text = render_bootstrap(config, source=str(args.config))

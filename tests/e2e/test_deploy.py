@@ -33,9 +33,9 @@ import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from vsr_extproc.config.compile import read_config
+from vsr_extproc.config.envoy import PROCESSOR_CLUSTER, ROUTER_API_CLUSTER, render_bootstrap
 from vsr_extproc.config.schema import ClusterConfig
 from vsr_extproc.demo.stack import envoy_binary
-from vsr_extproc.envoy.bootstrap import PROCESSOR_CLUSTER, ROUTER_API_CLUSTER, render_bootstrap
 
 pytestmark = pytest.mark.e2e
 

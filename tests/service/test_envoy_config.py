@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from vsr_extproc.config.compile import read_config
-from vsr_extproc.envoy.bootstrap import build_bootstrap, render_bootstrap
+from vsr_extproc.config.envoy import build_bootstrap, render_bootstrap
 from vsr_extproc.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +81,7 @@ def test_buffer_limits_cover_large_image_bodies() -> None:
 
 
 def test_a_misspelt_field_is_caught_before_envoy_sees_it() -> None:
-    from vsr_extproc.envoy.bootstrap import check_bootstrap
+    from vsr_extproc.config.envoy import check_bootstrap
 
     bootstrap = _demo_bootstrap()
     _hcm(bootstrap)["http_filters"][0]["typed_config"]["failure_mode_alow"] = True

@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from vsr_extproc.core.normalize import normalize
+from vsr_extproc.core.responses import ResponsePolicy
 from vsr_extproc.metrics import Metrics
 from vsr_extproc.observe import Observer, Seen
 from vsr_extproc.replay import ReplayRecord, ReplayRecorder, SqliteReplayStore
 from vsr_extproc.response.guard import ResponseExchange
-from vsr_extproc.response.policy import ResponsePolicy
 
 REQUEST = normalize(orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
 

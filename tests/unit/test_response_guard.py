@@ -11,8 +11,8 @@ import pytest
 
 from vsr_extproc.config.compile import compile_policy, parse_config
 from vsr_extproc.core.normalize import normalize
+from vsr_extproc.core.responses import ResponsePolicy
 from vsr_extproc.response.guard import ResponseExchange
-from vsr_extproc.response.policy import ResponsePolicy
 from vsr_extproc.signals.base import Resources
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

@@ -8,11 +8,11 @@ import orjson
 import pytest
 
 from vsr_extproc.config.compile import compile_policy, parse_config
+from vsr_extproc.core.answer import Answer
 from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.request import ToolCall
 from vsr_extproc.detectors.commands import find_destructive
 from vsr_extproc.errors import ConfigError
-from vsr_extproc.response.answer import Answer
 from vsr_extproc.signals.base import Resources
 from vsr_extproc.signals.tool_call import ToolCallEntry, ToolCallSignal, ToolKind, tool_kinds
 

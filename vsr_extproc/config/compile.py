@@ -45,10 +45,7 @@ from vsr_extproc.core.policy import (
     Policy,
     RouteAction,
 )
-from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, Rule, leaves
-from vsr_extproc.core.signals import Signal
-from vsr_extproc.errors import ConfigError, ModelUnavailable
-from vsr_extproc.response.policy import (
+from vsr_extproc.core.responses import (
     AnnotateAnswer,
     AnswerSignal,
     BlockAnswer,
@@ -57,6 +54,9 @@ from vsr_extproc.response.policy import (
     ResponseDecisionSpec,
     ResponsePolicy,
 )
+from vsr_extproc.core.rules import AllOf, AnyOf, Leaf, Not, Rule, leaves
+from vsr_extproc.core.signals import Signal
+from vsr_extproc.errors import ConfigError, ModelUnavailable
 from vsr_extproc.signals import FAMILIES
 from vsr_extproc.signals.base import Resources
 

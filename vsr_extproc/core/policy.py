@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from vsr_extproc.core.request import NormalizedRequest
+from vsr_extproc.core.responses import ResponsePolicy
 from vsr_extproc.core.rules import Rule
 from vsr_extproc.core.signals import Signal
 from vsr_extproc.detectors import Detector
-from vsr_extproc.response.policy import ResponsePolicy
 
 
 class Modality(StrEnum):

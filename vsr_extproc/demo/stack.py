@@ -243,7 +243,7 @@ def prepare_stack(
     With ``ephemeral_ports`` every port in the config (Envoy's listener and admin, the
     processor, each upstream) is replaced by a free one, so tests never collide.
     """
-    from vsr_extproc.envoy.bootstrap import render_bootstrap
+    from vsr_extproc.config.envoy import render_bootstrap
 
     document = yaml.safe_load(yaml.safe_dump(document))  # a deep copy
     if ephemeral_ports:

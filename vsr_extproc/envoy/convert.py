@@ -15,23 +15,31 @@ from envoy.type.v3 import http_status_pb2
 from google.protobuf import struct_pb2
 
 from vsr_extproc.core.answers import Answer
+from vsr_extproc.core.headers import (
+    DEBUG_REASON_HEADER,
+    DEBUG_SIGNALS_HEADER,
+    DECISION_HEADER,
+    METADATA_NAMESPACE,
+    MODEL_HEADER,
+    NO_MODEL,
+    REDACTED_HEADER,
+    REPLAY_HEADER,
+    ROUTER_HEADER_PREFIX,
+    SOURCE_ADDRESS,
+)
 
-DECISION_HEADER = "x-vsr-decision"
-MODEL_HEADER = "x-vsr-selected-model"
-#: tells the upstream how many values of each PII type were replaced (never which)
-REDACTED_HEADER = "x-vsr-redacted"
-#: links every response to its decision record (GET /v1/router/replay/{id})
-REPLAY_HEADER = "x-vsr-replay-id"
-#: debug headers, only for callers that ask and are trusted
-DEBUG_SIGNALS_HEADER = "x-vsr-debug-signals"
-DEBUG_REASON_HEADER = "x-vsr-debug-reason"
-#: the Envoy attribute that carries the client's address, requested in the bootstrap
-SOURCE_ADDRESS = "source.address"
-ROUTER_HEADER_PREFIX = "x-vsr-"
-#: what ``x-vsr-selected-model`` says when the router answered itself
-NO_MODEL = "none"
-#: the dynamic metadata namespace Envoy accepts from the processor
-METADATA_NAMESPACE = "vsr"
+__all__ = [
+    "DEBUG_REASON_HEADER",
+    "DEBUG_SIGNALS_HEADER",
+    "DECISION_HEADER",
+    "METADATA_NAMESPACE",
+    "MODEL_HEADER",
+    "NO_MODEL",
+    "REDACTED_HEADER",
+    "REPLAY_HEADER",
+    "ROUTER_HEADER_PREFIX",
+    "SOURCE_ADDRESS",
+]
 
 _OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 

@@ -1,9 +1,10 @@
 """The response phase: what the model answered, measured and governed.
 
-``answer``  the model's answer as far as it has arrived (JSON or server-sent events)
-``policy``  response decisions: rules over ``tool_call`` and ``output`` signals, actions
-            block, redact and annotate
-``guard``   applies them to a JSON answer at once, or to a stream event by event, holding
-            back only what a guard still has to see
-``usage``   tokens and timings for the metrics and the replay record
+``guard``    applies the response policy (``core.responses``) to one answer: a JSON
+             completion at once, a stream event by event, holding back only what a guard
+             still has to see; and measures tokens and timings
+``explain``  the response decisions on a given answer, for ``vsr-extproc explain``
+
+The answer itself (``core.answer``) and the response decisions (``core.responses``) are
+part of the pure core: the request's rule language over what the model answered.
 """

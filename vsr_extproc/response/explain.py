@@ -11,12 +11,12 @@ from typing import Any
 
 import orjson
 
+from vsr_extproc.core.answer import Answer
 from vsr_extproc.core.explain import node_data
 from vsr_extproc.core.request import NormalizedRequest
+from vsr_extproc.core.responses import ResponsePolicy
 from vsr_extproc.core.rules import evaluate
-from vsr_extproc.response.answer import Answer
 from vsr_extproc.response.guard import event_data, event_end
-from vsr_extproc.response.policy import ResponsePolicy
 
 
 def answer_from_bytes(data: bytes) -> Answer:

@@ -37,16 +37,16 @@ from typing import Any, Literal
 
 import orjson
 
+from vsr_extproc.core.answer import Answer, rewrite_arguments
 from vsr_extproc.core.request import NormalizedRequest
-from vsr_extproc.core.signals import SignalResult
-from vsr_extproc.detectors import FindingType, Redactor, find_pii
-from vsr_extproc.response.answer import Answer, rewrite_arguments
-from vsr_extproc.response.policy import (
+from vsr_extproc.core.responses import (
     AnnotateAnswer,
     BlockAnswer,
     ResponsePolicy,
     ResponseVerdict,
 )
+from vsr_extproc.core.signals import SignalResult
+from vsr_extproc.detectors import FindingType, Redactor, find_pii
 
 Mode = Literal["json", "sse", "pass"]
 #: what the client is told when a guard cannot read the answer it must check

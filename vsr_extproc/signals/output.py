@@ -22,10 +22,10 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
+from vsr_extproc.core.answer import Answer
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import InlineSignal, Outcome
 from vsr_extproc.detectors import ENTITY_TYPES, Finding, FindingType, find_pii
-from vsr_extproc.response.answer import Answer
 from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
 
 

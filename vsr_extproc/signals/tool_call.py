@@ -41,11 +41,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
+from vsr_extproc.core.answer import Answer, argument_text
 from vsr_extproc.core.request import NormalizedRequest, ToolCall
 from vsr_extproc.core.signals import InlineSignal, Outcome
 from vsr_extproc.detectors import ENTITY_TYPES, FindingType, find_pii
 from vsr_extproc.detectors.commands import find_destructive
-from vsr_extproc.response.answer import Answer, argument_text
 from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
 
 

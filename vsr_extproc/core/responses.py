@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, ClassVar, Literal, Protocol
 
+from vsr_extproc.core.answer import Answer
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.rules import NodeTrace, Rule, evaluate, leaves
 from vsr_extproc.core.signals import Outcome, SignalResult
-from vsr_extproc.response.answer import Answer
 
 
 class AnswerSignal(Protocol):
