@@ -7,7 +7,7 @@ from the config, outcomes and image formats from short fixed lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -15,7 +15,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import SignalResult
-from vsr_extproc.detectors import FindingType
 
 _TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 _ANSWER_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
@@ -23,27 +22,17 @@ _PER_TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 
 _FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _KNOWN_FORMATS = frozenset({"png", "jpeg", "webp", "gif", "bmp", "tiff"})
-_FINDING_TYPES = frozenset(kind.value for kind in FindingType)
 
 
-def pii_counts(results: Iterable[SignalResult]) -> dict[str, int]:
-    """Findings of one request by type, each counted once.
-
-    Every ``pii`` signal reports the findings of its scope that its types count, so two
-    signals that count emails report the same email twice: a type's count is the largest
-    any signal reports. Other keys of the value (what was read) are not findings.
-    """
-    counts: dict[str, int] = {}
-    for result in results:
-        if result.family == "pii" and isinstance(result.value, dict):
-            for kind, count in result.value.items():
-                if kind in _FINDING_TYPES and isinstance(count, int):
-                    counts[kind] = max(counts.get(kind, 0), count)
-    return counts
+#: findings of one request by type (``signals.finding_counts``)
+FindingCounter = Callable[[Iterable[SignalResult]], dict[str, int]]
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, count_findings: FindingCounter | None = None) -> None:
+        #: reads the findings out of a request's signal results; the families know how,
+        #: and the service hands their counter in (the Envoy edge imports no family)
+        self.count_findings = count_findings
         self.registry = CollectorRegistry()
         registry = self.registry
         self.requests = Counter(
@@ -193,7 +182,8 @@ class Metrics:
         for image in request.images:
             name = image.format or "unknown"
             self.images.labels(name if name in _KNOWN_FORMATS else "other").inc()
-        for kind, count in pii_counts(decision.results.values()).items():
+        found = self.count_findings(decision.results.values()) if self.count_findings else {}
+        for kind, count in found.items():
             self.pii.labels(kind).inc(count)
 
     def answered(self, decision: str, outcome: str, seconds: float | None = None) -> None:

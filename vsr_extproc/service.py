@@ -47,6 +47,7 @@ from vsr_extproc.errors import ConfigError
 from vsr_extproc.fetch import RemoteImageFetcher
 from vsr_extproc.metrics import Metrics
 from vsr_extproc.observe import Observer
+from vsr_extproc.signals import finding_counts
 from vsr_extproc.signals.base import Resources
 
 if TYPE_CHECKING:
@@ -285,19 +286,9 @@ def needs_restart(running: RouterConfig, loaded: RouterConfig) -> list[str]:
 
 
 def runtime_states(resources: Resources) -> list[tuple[str, str, bool]]:
-    """(runtime, model, loaded) for the model runtimes a policy uses, for the metrics."""
-    states = []
-    for key, runtime in resources.items():
-        kind = key[0] if isinstance(key, tuple) and key else str(key)
-        if kind == "text-embedder":
-            states.append(("text_embedding", key[1].model or "all-MiniLM-L6-v2", True))
-        elif kind == "siglip":
-            states.append(("vision", str(key[1]), not hasattr(runtime, "reason")))
-        elif kind == "language":
-            states.append(("language", "lingua", True))
-        elif kind == "ocr":
-            states.append(("ocr", "pp-ocrv4", True))
-    return states
+    """(runtime, model, loaded) for the model runtimes a policy uses, for the metrics: as
+    each family's builder named them when it asked for them."""
+    return resources.runtimes()
 
 
 def _open_recorder(config: RouterConfig, metrics: Metrics) -> ReplayRecorder | None:
@@ -365,7 +356,7 @@ async def start(
     policy = compile_policy(config, resources, fingerprint=digest)
     fetch = config.images.fetch
     fetcher = RemoteImageFetcher(fetch) if fetch.enabled else None
-    metrics = Metrics()
+    metrics = Metrics(count_findings=finding_counts)
     router = Router(policy, SignalRunner(metrics.signal), fetcher=fetcher)
     recorder = _open_recorder(config, metrics)
     observer = Observer(

@@ -37,9 +37,10 @@ from vsr_extproc.core.signals import SignalResult
 from vsr_extproc.detectors import Detector, FindingType
 from vsr_extproc.errors import ImageError
 
-#: signal families that look at image pixels; replay cannot run them again (images are
-#: not kept), so their stored results stand in (kept in step with ``signals.FAMILIES``
-#: by a test, without importing the families and their runtimes here)
+#: signal families that look at image pixels (``SignalFamily.reads_images``); replay cannot
+#: run them again (images are not kept), so their stored results stand in. Named here, not
+#: read from the registry: the request path records without importing every family and
+#: its runtimes (a test holds the two equal)
 IMAGE_FAMILIES = frozenset({"vision", "image", "image_text"})
 
 #: the outcome and decision of a request that could not be parsed

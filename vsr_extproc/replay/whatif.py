@@ -34,7 +34,8 @@ from vsr_extproc.core.router import Router
 from vsr_extproc.core.runner import SignalRunner
 from vsr_extproc.core.signals import Signal, SignalResult
 from vsr_extproc.errors import RequestError
-from vsr_extproc.replay.record import IMAGE_FAMILIES, ReplayRecord
+from vsr_extproc.replay.record import ReplayRecord
+from vsr_extproc.signals import FAMILIES
 
 IMAGE_NOT_KEPT = "image not kept; only its hash and inspected features are stored"
 #: an image signal the live decision did not wait for: its answer is unknown, so a what-if
@@ -72,7 +73,7 @@ class StoredImageRunner(SignalRunner):
         if not request.images:
             # nothing to decode: image signals answer "no images" as they did live
             return await super().run(signals, request)
-        fresh = {key: s for key, s in signals.items() if s.family not in IMAGE_FAMILIES}
+        fresh = {key: s for key, s in signals.items() if not FAMILIES[s.family].reads_images}
         computed = await super().run(fresh, request)
         return {
             key: computed[key] if key in computed else self._stored_result(key, signal)
@@ -90,7 +91,8 @@ def stored_image_results(record: ReplayRecord) -> dict[str, SignalResult]:
     """The image-family results of a record, rebuilt from its trace."""
     results = {}
     for entry in record.trace.get("signals", ()):
-        if entry.get("family") in IMAGE_FAMILIES:
+        family = FAMILIES.get(str(entry.get("family")))
+        if family is not None and family.reads_images:
             results[entry["signal"]] = SignalResult(
                 entry["family"],
                 entry["name"],

@@ -38,6 +38,7 @@ from typing import Any, Literal
 import orjson
 
 from vsr_extproc.core.answer import Answer, rewrite_arguments
+from vsr_extproc.core.policy import estimate_tokens
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.responses import (
     AnnotateAnswer,
@@ -53,10 +54,12 @@ Mode = Literal["json", "sse", "pass"]
 UNREADABLE = "the model's answer could not be checked by the router ({why})"
 
 
-def response_error(message: str, *, decision: str, code: str = "response_blocked") -> bytes:
+def response_error(message: str, *, decision: str, error_type: str = "response_blocked") -> bytes:
+    """The OpenAI-style error a client gets instead of an answer; ``code`` names the
+    response decision, as a request decision's block names its decision."""
     error = {
         "message": message,
-        "type": code,
+        "type": error_type,
         "code": decision,
         "param": None,
         "decision": decision,
@@ -190,7 +193,9 @@ class ResponseExchange:
     @staticmethod
     def _unreadable_error(why: str) -> bytes:
         return response_error(
-            UNREADABLE.format(why=why), decision="unreadable_answer", code="response_unreadable"
+            UNREADABLE.format(why=why),
+            decision="unreadable_answer",
+            error_type="response_unreadable",
         )
 
     # --- body ---------------------------------------------------------------------------
@@ -490,8 +495,6 @@ class ResponseExchange:
         output_tokens = usage.get("completion_tokens", usage.get("output_tokens"))
         estimated = not isinstance(input_tokens, int) or not isinstance(output_tokens, int)
         if not isinstance(input_tokens, int):
-            from vsr_extproc.core.policy import estimate_tokens
-
             input_tokens = estimate_tokens(self.request.text_chars, len(self.request.images))
         if not isinstance(output_tokens, int):
             output_tokens = (answer.chars + 3) // 4

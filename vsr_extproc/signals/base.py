@@ -40,15 +40,31 @@ class Resources:
 
     def __init__(self) -> None:
         self._objects: dict[Any, Any] = {}
+        self._labels: dict[Any, tuple[str, str]] = {}
         self._used: set[Any] = set()
         #: the config being compiled (a ``RouterConfig``), for runtime-wide settings
         self.config: Any = None
 
-    def get(self, key: Any, factory: Callable[[], Any]) -> Any:
+    def get(
+        self, key: Any, factory: Callable[[], Any], *, runtime: tuple[str, str] | None = None
+    ) -> Any:
+        """The object for ``key``, made by ``factory`` the first time. ``runtime`` names a
+        model runtime for the metrics: (kind, model), e.g. ("ocr", "pp-ocrv4")."""
         self._used.add(key)
         if key not in self._objects:
             self._objects[key] = factory()
+        if runtime is not None:
+            self._labels[key] = runtime
         return self._objects[key]
+
+    def runtimes(self) -> list[tuple[str, str, bool]]:
+        """(kind, model, loaded) of each model runtime held: loaded unless its object says
+        why it is not (a ``reason``)."""
+        return [
+            (*label, getattr(self._objects[key], "reason", None) is None)
+            for key, label in self._labels.items()
+            if key in self._objects
+        ]
 
     def begin_compile(self, config: Any) -> None:
         self._used = set()
@@ -63,6 +79,7 @@ class Resources:
         released = [key for key in self._objects if key not in self._used]
         results = []
         for key in released:
+            self._labels.pop(key, None)
             closer = getattr(self._objects.pop(key), "close", None)
             results.append(closer() if callable(closer) else None)
         return results
@@ -81,6 +98,12 @@ class SignalFamily(Generic[EntryT]):
     entry: type[EntryT]
     build: Callable[[EntryT, Resources], Signal]
     summary: str
+    #: its signals look at the request's images (a replay record keeps their results, since
+    #: it does not keep the images)
+    reads_images: bool = False
+    #: findings by type in one of its results' values, for the metrics (each type counted
+    #: once per request: the most any of the family's signals reports)
+    counts: Callable[[Any], dict[str, int]] | None = None
 
 
 _CPU: FairWorker | None = None

@@ -288,4 +288,5 @@ FAMILY = SignalFamily(
     ImageEntry,
     build,
     "image facts: format, size, greyscale, faces, GPS, animation",
+    reads_images=True,
 )

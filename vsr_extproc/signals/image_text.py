@@ -244,7 +244,7 @@ def load_reader(resources: Resources) -> ImageReader:
 
         return ImageReader(OcrEngine(OcrSettings(max_side=max_side), mrz_check=verified_mrz))
 
-    reader: ImageReader = resources.get(("ocr", max_side), make)
+    reader: ImageReader = resources.get(("ocr", max_side), make, runtime=("ocr", "pp-ocrv4"))
     return reader
 
 
@@ -450,4 +450,5 @@ FAMILY = SignalFamily(
     ImageTextEntry,
     build,
     "text in images, read by OCR: MRZs, personal data, secrets, source code",
+    reads_images=True,
 )

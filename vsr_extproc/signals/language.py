@@ -108,7 +108,9 @@ def build(entry: LanguageEntry, resources: Resources) -> LanguageSignal:
         raise ValueError(
             f"signals.language {entry.name!r}: {', '.join(unknown)} not among text.languages"
         )
-    detector: LanguageDetector = resources.get(("language", codes), lambda: LanguageDetector(codes))
+    detector: LanguageDetector = resources.get(
+        ("language", codes), lambda: LanguageDetector(codes), runtime=("language", "lingua")
+    )
     return LanguageSignal(entry, detector, reading_budget(resources))
 
 

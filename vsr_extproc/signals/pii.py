@@ -182,6 +182,25 @@ def build(entry: PiiEntry, resources: Resources) -> PiiSignal:
     return PiiSignal(entry, reading_budget(resources), entities)
 
 
+_FINDING_TYPES = frozenset(kind.value for kind in FindingType)
+
+
+def finding_counts(value: Any) -> dict[str, int]:
+    """The findings by type a ``pii`` result reports (its value's other keys say what was
+    read, not what was found)."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        kind: count
+        for kind, count in value.items()
+        if kind in _FINDING_TYPES and isinstance(count, int)
+    }
+
+
 FAMILY = SignalFamily(
-    "pii", PiiEntry, build, "personal data and secrets, found by validating detectors"
+    "pii",
+    PiiEntry,
+    build,
+    "personal data and secrets, found by validating detectors",
+    counts=finding_counts,
 )

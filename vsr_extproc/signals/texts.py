@@ -185,7 +185,8 @@ def shared_embedder(resources: Resources) -> Embedder:
             overlap_tokens=settings.overlap_tokens,
         )
 
-    embedder: Embedder = resources.get(key, make)
+    label = ("text_embedding", settings.model or "all-MiniLM-L6-v2")
+    embedder: Embedder = resources.get(key, make, runtime=label)
     return embedder
 
 

@@ -151,7 +151,9 @@ def load_runtime(resources: Resources) -> VisionRuntime | Unavailable:
         return VisionRuntime(encoder, settings)
 
     runtime: VisionRuntime | Unavailable = resources.get(
-        ("siglip", settings.model, settings.precision, settings.apply_exif_orientation), make
+        ("siglip", settings.model, settings.precision, settings.apply_exif_orientation),
+        make,
+        runtime=("vision", str(settings.model)),
     )
     return runtime
 
@@ -274,4 +276,6 @@ def build(entry: VisionEntry, resources: Resources) -> VisionSignal:
     return VisionSignal(entry, runtime, labels, image_limits(resources), settings.max_images)
 
 
-FAMILY = SignalFamily("vision", VisionEntry, build, "what an image shows (SigLIP zero-shot)")
+FAMILY = SignalFamily(
+    "vision", VisionEntry, build, "what an image shows (SigLIP zero-shot)", reads_images=True
+)
