@@ -46,7 +46,16 @@ def test_kinds_of_tool_come_from_the_words_of_their_names(name: str, kind: ToolK
 
 
 @pytest.mark.parametrize(
-    "name", ["get_weather", "search_memory", "read_file", "list_files", "calculator", "lookup"]
+    "name",
+    [
+        "get_weather",
+        "search_memory",
+        "read_file",
+        "list_files",
+        "calculator",
+        "lookup",
+        "memory_to_str",
+    ],
 )
 def test_reading_tools_are_not_writes(name: str) -> None:
     assert not tool_kinds(name) & {ToolKind.MEMORY_WRITE, ToolKind.FILE_WRITE, ToolKind.SHELL}

@@ -83,7 +83,6 @@ _WRITES = {
     "rename",
     "upload",
     "mkdir",
-    "str",
 }
 # (all of these words, any of these words)
 _KINDS: dict[ToolKind, tuple[tuple[frozenset[str], ...], ...]] = {
