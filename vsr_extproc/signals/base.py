@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from vsr_extproc.core.signals import Signal
+from vsr_extproc.detectors import ENTITY_TYPES, FindingType
 from vsr_extproc.runtime.batcher import FairWorker
 
 
@@ -86,6 +87,18 @@ class Resources:
 
     def items(self) -> list[tuple[Any, Any]]:
         return list(self._objects.items())
+
+
+def answer_finding_types(value: tuple[FindingType, ...], read: str) -> tuple[FindingType, ...]:
+    """``value``, if the pattern detectors find every type in it: the response phase reads
+    ``read`` with them alone (names need the named-entity model, which it does not run)."""
+    named = sorted(kind.value for kind in set(value) & ENTITY_TYPES)
+    if named:
+        raise ValueError(
+            f"{', '.join(named)}: {read} is read by the pattern detectors; names need the "
+            "named-entity model, which the response phase does not run"
+        )
+    return value
 
 
 EntryT = TypeVar("EntryT", bound=SignalEntry)

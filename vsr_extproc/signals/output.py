@@ -26,7 +26,12 @@ from vsr_extproc.core.answer import Answer
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.signals import InlineSignal, Outcome
 from vsr_extproc.detectors import ENTITY_TYPES, Finding, FindingType, find_pii
-from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
+from vsr_extproc.signals.base import (
+    Resources,
+    SignalEntry,
+    SignalFamily,
+    answer_finding_types,
+)
 
 
 class OutputEntry(SignalEntry):
@@ -39,18 +44,11 @@ class OutputEntry(SignalEntry):
     @field_validator("finds")
     @classmethod
     def _detectable(cls, value: tuple[FindingType, ...]) -> tuple[FindingType, ...]:
-        named = sorted(kind.value for kind in set(value) & ENTITY_TYPES)
-        if named:
-            raise ValueError(
-                f"{', '.join(named)}: the answer is read by the pattern detectors; names "
-                "need the named-entity model, which the response phase does not run"
-            )
-        return value
+        return answer_finding_types(value, "the answer")
 
 
 class OutputSignal(InlineSignal):
     family: ClassVar[str] = "output"
-    reads_answer: ClassVar[bool] = True
 
     def __init__(self, entry: OutputEntry) -> None:
         self.name = entry.name

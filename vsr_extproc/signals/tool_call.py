@@ -44,9 +44,14 @@ from pydantic import Field, field_validator
 from vsr_extproc.core.answer import Answer, argument_text
 from vsr_extproc.core.request import NormalizedRequest, ToolCall
 from vsr_extproc.core.signals import InlineSignal, Outcome
-from vsr_extproc.detectors import ENTITY_TYPES, FindingType, find_pii
+from vsr_extproc.detectors import FindingType, find_pii
 from vsr_extproc.detectors.commands import find_destructive
-from vsr_extproc.signals.base import Resources, SignalEntry, SignalFamily
+from vsr_extproc.signals.base import (
+    Resources,
+    SignalEntry,
+    SignalFamily,
+    answer_finding_types,
+)
 
 
 class ToolKind(StrEnum):
@@ -277,19 +282,11 @@ class ToolCallEntry(SignalEntry):
     @field_validator("finds")
     @classmethod
     def _detectable(cls, value: tuple[FindingType, ...]) -> tuple[FindingType, ...]:
-        named = sorted(kind.value for kind in set(value) & ENTITY_TYPES)
-        if named:
-            raise ValueError(
-                f"{', '.join(named)}: tool arguments are read by the pattern detectors; "
-                "names need the named-entity model, which the response phase does not run"
-            )
-        return value
+        return answer_finding_types(value, "a tool call's arguments")
 
 
 class ToolCallSignal(InlineSignal):
     family: ClassVar[str] = "tool_call"
-    #: reads the model's answer in a response decision
-    reads_answer: ClassVar[bool] = True
 
     def __init__(self, entry: ToolCallEntry) -> None:
         self.name = entry.name
