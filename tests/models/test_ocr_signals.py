@@ -28,6 +28,7 @@ from vsr_extproc.runtime.ocr import (
     OcrLine,
     OcrResult,
     OcrStopped,
+    _looks_like_mrz,
     mrz_band,
     normalise,
     prepare,
@@ -368,6 +369,24 @@ def test_the_mrz_band_is_two_or_three_equal_rows_and_prose_has_none() -> None:
     # a line split by OCR into two boxes still makes one row
     split = [*page[:3], quad(40, 600, 500, 640), quad(510, 600, 960, 640), page[4]]
     assert mrz_band(split) == [3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("reading", "second_look"),
+    [
+        ("P<D<<STEY<<WTLD<ALMT<<<<<<<<<<<<<<<<<<<<<", True),  # characters dropped
+        ("<CHEVRS0×B<<9<<<<<<<<<<<<<<<\n5807190M3407013CHE<<<<<<<<<<<4", True),
+        ("I < UTO D 23145 890 << < < << <<<", True),  # spaces read between glyphs
+        ("std::cout << value << std::endl;", False),
+        ("cat <<EOF > /etc/app.conf", False),
+        ("FLAGS = 1 << 4 | 1 << 7", False),
+        ("Summary << back to the list", False),
+    ],
+)
+def test_only_a_band_read_like_an_mrz_gets_a_second_look(reading: str, second_look: bool) -> None:
+    # the second look reads the band up to eight more times: code showing "<<" must not
+    # spend a screenshot's budget on it
+    assert _looks_like_mrz(reading) is second_look
 
 
 @pytest.mark.parametrize(

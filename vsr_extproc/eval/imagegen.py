@@ -1180,44 +1180,61 @@ def generate(split: str, limit_per_kind: int | None = None) -> Iterator[Sample]:
     if split not in STYLES:
         raise ValueError(f"split must be dev or test, not {split!r}")
     for scenario, kinds in COUNTS.items():
-        expected, absent = EXPECTED[scenario]
         for kind, count in kinds.items():
             for index in range(count if limit_per_kind is None else min(count, limit_per_kind)):
-                d = Draw(split, kind, index)
-                sample_expected = expected
-                if scenario == "mrz":
-                    data, truth, image = mrz_sample(d, kind)
-                elif scenario == "document":
-                    data, truth, image = document_sample(d, kind)
-                elif scenario == "code":
-                    image, truth = _code_sample(d, index, kind == "code_with_key")
-                    if kind == "code_with_key":
-                        sample_expected = expected | {"secrets"}
-                    data = _png(image)
-                elif scenario == "credential":
-                    shape = sorted(CREDENTIALS)[index % len(CREDENTIALS)]
-                    fmt = d.rng.choice(d.style.credential_files)
-                    lines = credential_file(d, shape, fmt)
-                    d.conditions.append(f"{shape}/{fmt}")
-                    variant = "terminal" if fmt == "shell" else d.rng.choice(["editor", "ide"])
-                    image = code_screen(d, "text", f"config.{fmt}", lines, 0, variant)
-                    truth, data = "\n".join(lines), _png(image)
-                else:
-                    if kind == "ids_in_code":
-                        sample_expected = frozenset({"code"})
-                    lines, mono = lookalike_lines(d, kind)
-                    image = lookalike_image(d, kind, lines, mono)
-                    truth = "\n".join(lines)
-                    data = _jpeg(image, 88) if kind in ("street_sign",) else _png(image)
-                yield Sample(
-                    name=f"{split}/{kind}-{index:03d}",
-                    split=split,
-                    scenario=scenario,
-                    kind=kind,
-                    expected=sample_expected,
-                    absent=absent - sample_expected,
-                    data=data,
-                    truth=truth,
-                    size=image.size,
-                    conditions=tuple(d.conditions),
-                )
+                yield _sample(split, scenario, kind, index)
+
+
+def sample(name: str) -> Sample:
+    """One image by its name (``dev/td1-008``), the same bytes as in ``generate``."""
+    split, _, rest = name.partition("/")
+    kind, _, number = rest.rpartition("-")
+    scenarios = [scenario for scenario, kinds in COUNTS.items() if kind in kinds]
+    if split not in STYLES or not scenarios or not number.isdigit():
+        raise ValueError(f"no image {name!r} in the corpus")
+    index = int(number)
+    if index >= COUNTS[scenarios[0]][kind]:
+        raise ValueError(f"no image {name!r}: {split} has {COUNTS[scenarios[0]][kind]} {kind}")
+    return _sample(split, scenarios[0], kind, index)
+
+
+def _sample(split: str, scenario: str, kind: str, index: int) -> Sample:
+    expected, absent = EXPECTED[scenario]
+    d = Draw(split, kind, index)
+    sample_expected = expected
+    if scenario == "mrz":
+        data, truth, image = mrz_sample(d, kind)
+    elif scenario == "document":
+        data, truth, image = document_sample(d, kind)
+    elif scenario == "code":
+        image, truth = _code_sample(d, index, kind == "code_with_key")
+        if kind == "code_with_key":
+            sample_expected = expected | {"secrets"}
+        data = _png(image)
+    elif scenario == "credential":
+        shape = sorted(CREDENTIALS)[index % len(CREDENTIALS)]
+        fmt = d.rng.choice(d.style.credential_files)
+        lines = credential_file(d, shape, fmt)
+        d.conditions.append(f"{shape}/{fmt}")
+        variant = "terminal" if fmt == "shell" else d.rng.choice(["editor", "ide"])
+        image = code_screen(d, "text", f"config.{fmt}", lines, 0, variant)
+        truth, data = "\n".join(lines), _png(image)
+    else:
+        if kind == "ids_in_code":
+            sample_expected = frozenset({"code"})
+        lines, mono = lookalike_lines(d, kind)
+        image = lookalike_image(d, kind, lines, mono)
+        truth = "\n".join(lines)
+        data = _jpeg(image, 88) if kind in ("street_sign",) else _png(image)
+    return Sample(
+        name=f"{split}/{kind}-{index:03d}",
+        split=split,
+        scenario=scenario,
+        kind=kind,
+        expected=sample_expected,
+        absent=absent - sample_expected,
+        data=data,
+        truth=truth,
+        size=image.size,
+        conditions=tuple(d.conditions),
+    )
