@@ -20,6 +20,7 @@ from vsr_extproc.signals.jailbreak import (
     _revealing,
     default_bank,
     evidence,
+    with_hidden_payloads,
 )
 
 DEV_SET = Path(__file__).resolve().parents[2] / "vsr_extproc" / "banks" / "jailbreak.jsonl"
@@ -113,6 +114,20 @@ def test_an_instruction_hidden_in_an_encoding_is_decoded(carrier: str) -> None:
     found = {group for _, _, group in _cue_matches(text)}
     assert "override" not in found  # not visible as such
     assert any("ignore all previous instructions" in r.lower() for r in _revealing(text, found))
+
+
+def test_hidden_payloads_are_decoded_whole_and_at_most_double_the_text() -> None:
+    binary = " ".join(format(ord(c), "08b") for c in _HIDDEN * 3)
+    text = f"Shipping notes for order 4471: {binary}"
+    plain = "Shipping notes for order 4471: leave at the back door."
+    texts = with_hidden_payloads([text, plain])
+    assert texts[:2] == [text, plain]
+    (decoded,) = texts[2:]
+    assert decoded == _HIDDEN * 3  # one text, not cut where a chunk would end
+    # every reading that shows a cue (ROT13 and reversal of a long text included) fits in
+    # the length of the text that hides it
+    rot = codecs.encode(_HIDDEN, "rot13") + " " + _HIDDEN[::-1]
+    assert sum(map(len, with_hidden_payloads([rot])[1:])) <= len(rot)
 
 
 def test_ordinary_encoded_data_reveals_nothing() -> None:

@@ -287,13 +287,21 @@ def _covers_half(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
-    """Each text's P(attack): its riskiest chunk, as the signal computes it."""
+    """Each text's P(attack): its riskiest chunk, as the signal computes it (with the
+    payloads it hides decoded whole)."""
+    from vsr_extproc.signals.jailbreak import with_hidden_payloads
+
     scores = []
     for text in texts:
-        pieces = models.encoder.chunk(text, models.window)
-        vectors = models.encoder.forward([piece.token_ids for piece in pieces])
-        chunk_texts = [text[piece.start : piece.end] for piece in pieces]
-        scores.append(float(models.jailbreak_model.chunk_scores(vectors, chunk_texts).max()))
+        chunk_texts: list[str] = []
+        vectors = []
+        for part in with_hidden_payloads([text]):
+            pieces = models.encoder.chunk(part, models.window)
+            vectors.append(models.encoder.forward([piece.token_ids for piece in pieces]))
+            chunk_texts.extend(part[piece.start : piece.end] for piece in pieces)
+        scores.append(
+            float(models.jailbreak_model.chunk_scores(np.concatenate(vectors), chunk_texts).max())
+        )
     return np.asarray(scores)
 
 

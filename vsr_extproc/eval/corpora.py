@@ -70,6 +70,13 @@ WHEELS = {
             "https://pypi.org/project/weighted-safety-refusal/",
         ),
         Wheel(
+            "agentdojo",
+            "0.1.35",
+            "364bea4219716b716bf639f504d195943f7f6a5535d312ca41d7098704a2affd",
+            "MIT",
+            "https://github.com/ethz-spylab/agentdojo",
+        ),
+        Wheel(
             "pyrit",
             "1.1.0",
             "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a",

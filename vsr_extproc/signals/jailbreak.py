@@ -25,7 +25,9 @@ be an attack by its wording alone; "Ignore all rules" still is, by its cue). The
 fitted when the policy compiles, never on the public corpora it is measured on
 (``vsr-extproc eval jailbreak``). Each chunk is scored on its own, its sentences and any
 payload it hides in an encoding too, and the request takes the maximum, so padding an
-attack with harmless words cannot dilute it into a pass.
+attack with harmless words cannot dilute it into a pass. A payload is also decoded from
+the whole text before it is chunked and scored as a text of its own, so an encoding longer
+than a chunk (binary, ``\\u`` escapes) is read whole (``with_hidden_payloads``).
 """
 
 from __future__ import annotations
@@ -277,6 +279,28 @@ def _revealing(text: str, found: set[str]) -> list[str]:
         if hidden:
             revealing.append(reading)
     return revealing
+
+
+def with_hidden_payloads(texts: Iterable[str]) -> list[str]:
+    """``texts``, then what each hides in an encoding and shows a cue it does not show in
+    plain sight, decoded, as texts of their own (at most as many characters as the text
+    that hides them, so the work at most doubles).
+
+    Each chunk's payloads are decoded in ``_wording_logits`` too, but a payload longer than
+    a chunk is cut by the chunking before that: 130 characters in binary or ``\\u``
+    escapes fill 800-1,200 characters, five or six chunks, none of which decodes to an
+    instruction. Decoded whole, it is scored with its own wording and its own meaning,
+    not with the meaning of the shipping note that carried it."""
+    texts = list(texts)
+    decoded = []
+    for text in texts:
+        room = len(text)
+        for reading in _revealing(text, _cues(text)):
+            if room <= 0:
+                break
+            decoded.append(reading[:room])
+            room -= len(reading)
+    return [*texts, *decoded]
 
 
 def _cue_row(found: set[str], encoded: bool) -> list[float]:
@@ -659,9 +683,9 @@ class JailbreakSignal(AsyncSignal):
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
         reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
-        texts = list(reading.texts)
-        if not texts:
+        if not reading.texts:
             return Outcome(False, 0.0, {"chunks": 0})
+        texts = await run_cpu(with_hidden_payloads, reading.texts, owner=evaluation)
         # the wording half of the score runs while the embeddings are computed
         wording = asyncio.ensure_future(self._wording(texts, evaluation))
         embedded = await embed_texts(evaluation, self.embedder, texts)
@@ -675,6 +699,7 @@ class JailbreakSignal(AsyncSignal):
             "chunks": len(pieces),
             "riskiest_chunk": riskiest,
             "cues": list(partial.cues[riskiest]),
+            "decoded_payloads": len(texts) - len(reading.texts),
             **reading.report,
         }
         return Outcome(score >= self.threshold, score, value)
