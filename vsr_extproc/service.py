@@ -102,17 +102,18 @@ class Service:
     config_path: Path
     resources: Resources
     metrics: Metrics
-    recorder: ReplayRecorder | None = None
-    observer: Observer | None = None
+    recorder: ReplayRecorder | None
+    observer: Observer
+    #: the ext_proc servicer (its debug access is swapped on reload)
+    processor: ExternalProcessor
+    #: the content digest of the config file the live policy was compiled from
+    digest: str
     admin: web.AppRunner | None = None
     admin_port: int | None = None
     serving: bool = False
-    #: the ext_proc servicer (its debug access is swapped on reload)
-    processor: ExternalProcessor | None = None
     #: the config whose live sections (debug, images.fetch, reload) are applied; ``config``
     #: stays the one the processor started with
     live_config: RouterConfig = field(init=False)
-    _digest: str = ""
     #: the content of the last file that failed to load: not reported again until it changes
     _failed_digest: str = ""
     _watcher: asyncio.Task[None] | None = None
@@ -147,7 +148,7 @@ class Service:
                 config, digest = read_config(self.config_path)
             except ConfigError as exc:
                 return self._reload_failed(why, exc)
-            if digest == self._digest and why == "changed":
+            if digest == self.digest and why == "changed":
                 return True
             loop = asyncio.get_running_loop()
             try:
@@ -161,7 +162,7 @@ class Service:
                 log.exception("reload_failed", why=why, keeping=self.router.policy.fingerprint)
                 return self._reload_failed(why, ConfigError([f"{type(exc).__name__}: {exc}"]))
             previous = self.router.swap(policy)
-            self._digest = digest
+            self.digest = digest
             released = self.resources.release_unused()
             for leftover in released:
                 if inspect.isawaitable(leftover):
@@ -197,7 +198,7 @@ class Service:
         remote image fetching and the reload settings themselves. Returns what changed."""
         live = self.live_config
         applied = []
-        if config.debug != live.debug and self.processor is not None:
+        if config.debug != live.debug:
             self.processor.debug = _debug_access(config)
             applied.append("debug")
         if config.images.fetch != live.images.fetch:
@@ -212,8 +213,8 @@ class Service:
             applied.append("images.fetch")
         self.live_config = config
         if config.reload != live.reload:
-            if config.reload.watch and (self._watcher is None or self._watcher.done()):
-                self._watcher = asyncio.create_task(self.watch())
+            if config.reload.watch:
+                self.start_watching()
             applied.append("reload")  # a running watcher reads the new settings itself
         return applied
 
@@ -240,7 +241,7 @@ class Service:
                 digest = hashlib.sha256(self.config_path.read_bytes()).hexdigest()[:12]
             except OSError:
                 continue  # mid-rename by an editor or a ConfigMap update; look again
-            if digest in (self._digest, self._failed_digest):
+            if digest in (self.digest, self._failed_digest):
                 continue
             try:
                 loaded = await self.reload("changed")
@@ -248,6 +249,29 @@ class Service:
                 log.exception("reload_failed", why="changed")
                 loaded = False
             self._failed_digest = "" if loaded else digest
+
+    def start_watching(self) -> None:
+        """Watch the config file (``watch``), unless a watcher already runs."""
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.create_task(self.watch())
+
+    async def start_admin(self, listen: str) -> None:
+        """Serve the admin HTTP port (metrics, explain, replay) on ``listen`` (host:port)."""
+        host, _, port = listen.rpartition(":")
+        app = make_admin_app(
+            self.router,
+            self.metrics,
+            self.recorder,
+            lambda: self.serving,
+            max_body_bytes=self.config.limits.max_body_bytes,
+        )
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+        await site.start()
+        self.admin = runner
+        sockets = getattr(site._server, "sockets", None) or []
+        self.admin_port = sockets[0].getsockname()[1] if sockets else int(port)
 
     async def stop(self, grace_s: float | None = None, drain_delay_s: float | None = None) -> None:
         """Drain: NOT_SERVING first, keep accepting for the drain delay, then let in-flight
@@ -318,38 +342,14 @@ def _kept_names(config: RouterConfig, resources: Resources) -> Detector | None:
     return model.find if model is not None else None
 
 
-async def _start_admin(service: Service, listen: str) -> None:
-    host, _, port = listen.rpartition(":")
-    app = make_admin_app(
-        service.router,
-        service.metrics,
-        service.recorder,
-        lambda: service.serving,
-        max_body_bytes=service.config.limits.max_body_bytes,
-    )
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
-    await site.start()
-    service.admin = runner
-    sockets = getattr(site._server, "sockets", None) or []
-    service.admin_port = sockets[0].getsockname()[1] if sockets else int(port)
-
-
-async def start(
-    config_path: str | Path,
-    listen: str | None = None,
-    resources: Resources | None = None,
-    *,
-    admin_listen: str | None = None,
-    freeze: bool = False,
+def build(
+    config_path: str | Path, listen: str | None = None, resources: Resources | None = None
 ) -> Service:
-    """Load the config, start serving on ``listen`` (host:port; port 0 picks one).
-
-    ``resources`` lets several services in one process share loaded models. ``freeze``
-    (the server process) freezes the heap once everything is loaded, before health says
-    SERVING.
-    """
+    """The processor's components, assembled and bound to ``listen`` (host:port; port 0
+    picks one; default: the config's), not yet started: the compiled policy and its
+    router, metrics, the replay recorder and the observer that writes to both, the gRPC
+    server with ext_proc, the router API and health. ``resources`` lets several services
+    in one process share loaded models."""
     path = Path(config_path)
     resources = resources or Resources()
     config, digest = read_config(path)
@@ -388,31 +388,59 @@ async def start(
         port = 0
     if port == 0:
         raise OSError(f"cannot listen on {address}: the address is in use or not available")
-    service = Service(
-        server, router, health, fetcher, port, config, path, resources, metrics, recorder
-    )
-    service._digest = digest
-    service.observer = observer
-    service.processor = processor
     metrics.runtimes(runtime_states(resources))
+    return Service(
+        server=server,
+        router=router,
+        health=health,
+        fetcher=fetcher,
+        port=port,
+        config=config,
+        config_path=path,
+        resources=resources,
+        metrics=metrics,
+        recorder=recorder,
+        observer=observer,
+        processor=processor,
+        digest=digest,
+    )
+
+
+async def start(
+    config_path: str | Path,
+    listen: str | None = None,
+    resources: Resources | None = None,
+    *,
+    admin_listen: str | None = None,
+    freeze: bool = False,
+) -> Service:
+    """Build the service (``build``) and start it: NOT_SERVING while the admin port opens
+    and one synthetic request warms every signal, then SERVING, then the config watcher.
+
+    ``freeze`` (the server process) freezes the heap once everything is loaded, before
+    health says SERVING.
+    """
+    service = build(config_path, listen, resources)
+    config = service.config
     await service.set_serving(False)
-    await server.start()
+    await service.server.start()
     admin = admin_listen or config.admin.listen
     if admin:
-        await _start_admin(service, admin)
+        await service.start_admin(admin)
     await service.warm_up()
     if freeze:
         freeze_heap()
     await service.set_serving(True)
     if config.reload.watch:
-        service._watcher = asyncio.create_task(service.watch())
+        service.start_watching()
+    address = listen or config.server.listen
     log.info(
         "serving",
-        address=address.rsplit(":", 1)[0] + f":{port}",
+        address=address.rsplit(":", 1)[0] + f":{service.port}",
         admin=f"{admin.rsplit(':', 1)[0]}:{service.admin_port}" if admin else None,
-        policy=policy.fingerprint,
-        decisions=len(policy.decisions),
-        signals=sorted(policy.signals),
+        policy=service.router.policy.fingerprint,
+        decisions=len(service.router.policy.decisions),
+        signals=sorted(service.router.policy.signals),
     )
     return service
 

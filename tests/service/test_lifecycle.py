@@ -13,12 +13,13 @@ import grpc
 import orjson
 import pytest
 import yaml
-from builders import body, chat, image_part, text_part, user
+from builders import body, chat, image_part, text_part, until, user
 from extproc_client import Client, body_message, headers_message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from vsr_extproc.config.compile import read_config
 from vsr_extproc.demo.stack import free_port
-from vsr_extproc.service import Service, start
+from vsr_extproc.service import Service, build, start
 from vsr_extproc.signals.base import Resources
 
 
@@ -28,7 +29,7 @@ async def test_in_flight_streams_finish_during_drain(service: Service) -> None:
         await call.write(headers_message())
         await call.read()
         stopping = asyncio.create_task(service.stop(grace_s=5.0, drain_delay_s=0))
-        await asyncio.sleep(0.2)
+        await until(lambda: _refuses_new_connections(service), "the server is draining")
         await call.write(body_message(body(chat(user("find the bug")))))
         answer = await call.read()
         headers = {
@@ -50,12 +51,29 @@ async def test_health_turns_not_serving_before_the_server_stops(service: Service
         await call.write(headers_message())
         await call.read()
         stopping = asyncio.create_task(service.stop(grace_s=5.0, drain_delay_s=0))
-        await asyncio.sleep(0.2)
-        assert (await service.health.Check(health_pb2.HealthCheckRequest(), None)).status == (
-            health_pb2.HealthCheckResponse.NOT_SERVING
-        )
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        # well inside the 5 s grace, which the open stream holds the server in
+        await until(lambda: _health(service, not_serving), "health says NOT_SERVING", seconds=2)
+        assert not stopping.done()
         await call.done_writing()
         await stopping
+
+
+async def _refuses_new_connections(service: Service) -> bool:
+    """Whether a new connection is refused: the server has begun to stop."""
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.port}") as fresh:
+        try:
+            await health_pb2_grpc.HealthStub(fresh).Check(
+                health_pb2.HealthCheckRequest(), timeout=1
+            )
+        except grpc.aio.AioRpcError as refused:
+            return refused.code() is grpc.StatusCode.UNAVAILABLE
+    return False
+
+
+async def _health(service: Service, status: int) -> bool:
+    answer = await service.health.Check(health_pb2.HealthCheckRequest(), None)
+    return bool(answer.status == status)
 
 
 async def test_an_undecodable_image_is_still_decided(client: Client) -> None:
@@ -108,6 +126,25 @@ async def test_two_processors_cannot_share_a_port(config_path: Path, resources: 
             await start(config_path, f"127.0.0.1:{first.port}", resources)
     finally:
         await first.stop(0, 0)
+
+
+async def test_build_returns_the_service_wired_and_bound_but_not_started(
+    config_path: Path, resources: Resources
+) -> None:
+    service = build(config_path, "127.0.0.1:0", resources)
+    try:
+        assert service.port > 0  # bound, so a second processor on it would be refused
+        assert not service.serving
+        assert service.admin is None  # the admin port opens only when it starts
+        assert service.processor.observer is service.observer
+        assert service.observer.recorder is service.recorder is not None
+        assert service.router.fetcher is service.fetcher
+        assert service.digest == read_config(config_path)[1]
+        assert service.router.policy.fingerprint == service.digest
+    finally:
+        await service.server.stop(None)
+        if service.recorder is not None:
+            service.recorder.close()
 
 
 @pytest.fixture
