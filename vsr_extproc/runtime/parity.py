@@ -15,8 +15,9 @@ so parity is checked at both levels, image by image:
   reported but not gated: under int8 a few low-norm tokens dip below the mean (0.9987 vs a
   mean of 0.9996 on the random test checkpoint) without moving the pooled embedding.
 
-``run_parity(..., variant=...)`` swaps in one of the ``NEGATIVE_CONTROLS`` — each a
-deliberate re-creation of a known drift — so a test can show the gate fails on every one.
+``run_parity(..., path=...)`` takes another ``ServingPath`` in place of ``PRODUCTION``:
+the tests pass deliberate re-creations of each known drift (``tests/parity_drifts.py``) to
+show that the gate fails on every one.
 ``run_probe`` measures what users feel: how often an image's top label belongs to the wrong
 vertical (the inversion rate) and where the right label ranks.
 """
@@ -27,7 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -44,12 +45,6 @@ from vsr_extproc.runtime.siglip import (
     embed_images,
     load_siglip,
 )
-
-Variant = Literal[
-    "production", "mean_pooler", "unnormalized", "bilinear", "alpha_dropped", "center_crop"
-]
-VARIANTS: tuple[Variant, ...] = get_args(Variant)
-NEGATIVE_CONTROLS: tuple[Variant, ...] = tuple(v for v in VARIANTS if v != "production")
 
 PIXEL_GATE = 1e-4
 COSINE_GATES: dict[Precision, float] = {"fp32": 0.99999, "bf16": 0.9999, "int8": 0.999}
@@ -78,11 +73,11 @@ class ImageParity:
 
 @dataclass(frozen=True)
 class ParityReport:
-    """Parity of one (checkpoint, precision, variant) over a corpus, with its verdict."""
+    """Parity of one (checkpoint, precision, serving path) over a corpus, with its verdict."""
 
     model: str
     precision: Precision
-    variant: Variant
+    path: str
     images: tuple[ImageParity, ...]
     pixel_gate: float
     cosine_gate: float
@@ -193,7 +188,7 @@ class ProbeReport:
 
     model: str
     precision: Precision
-    variant: Variant
+    path: str
     label_count: int
     rows: tuple[ProbeImage, ...]
 
@@ -231,86 +226,28 @@ def _production_pool(encoder: SiglipEncoder, batch: FloatArray) -> tuple[FloatAr
     return encoder.forward_with_patch_tokens(batch)
 
 
-def _bicubic(encoder: SiglipEncoder, rgb: Image.Image) -> Image.Image:
-    height, width = encoder.image_size
-    return rgb.resize((width, height), resample=Image.Resampling.BICUBIC)
+@dataclass(frozen=True)
+class ServingPath:
+    """How images become embeddings: their pixels, then their pooled embedding and patch
+    tokens. Parity checks the production path (``PRODUCTION``); a test passes another —
+    a deliberate re-creation of a known drift — to show that the gate fails on it."""
+
+    name: str
+    prepare: Preparer
+    pool: Pooler
 
 
-def _unnormalized_pixels(encoder: SiglipEncoder, image: DecodedImage) -> FloatArray:
-    """Drift (2): rescaled to [0, 1] but never normalised with mean/std."""
-    rgb = _bicubic(encoder, encoder.prepare_rgb(image))
-    pixels: FloatArray = (np.asarray(rgb, dtype=np.float32) / 255.0).transpose(2, 0, 1)
-    return np.ascontiguousarray(pixels)
-
-
-def _bilinear_pixels(encoder: SiglipEncoder, image: DecodedImage) -> FloatArray:
-    """Drift (3): a 4-tap bilinear resize without antialiasing (torch ``interpolate``)."""
-    rgb = np.asarray(encoder.prepare_rgb(image), dtype=np.float32)
-    tensor = torch.from_numpy(rgb).permute(2, 0, 1)[None]
-    resized = torch.nn.functional.interpolate(
-        tensor, size=encoder.image_size, mode="bilinear", align_corners=False, antialias=False
-    )[0]
-    config = encoder.preprocess_config
-    mean = torch.tensor(config.image_mean, dtype=torch.float32)[:, None, None]
-    std = torch.tensor(config.image_std, dtype=torch.float32)[:, None, None]
-    pixels: FloatArray = ((resized * config.rescale_factor - mean) / std).numpy()
-    return pixels
-
-
-def _alpha_dropped_pixels(encoder: SiglipEncoder, image: DecodedImage) -> FloatArray:
-    """Alpha and palette transparency discarded (``convert("RGB")``) instead of composited."""
-    rgb = _bicubic(encoder, image.image.convert("RGB"))
-    return encoder.normalize(np.asarray(rgb, dtype=np.uint8))
-
-
-def _center_crop_pixels(encoder: SiglipEncoder, image: DecodedImage) -> FloatArray:
-    """CLIP-style: shortest edge to the model size, then a centre crop — SigLIP squashes."""
-    rgb = encoder.prepare_rgb(image)
-    height, width = encoder.image_size
-    scale = max(width / rgb.width, height / rgb.height)
-    resized = rgb.resize(
-        (max(width, round(rgb.width * scale)), max(height, round(rgb.height * scale))),
-        resample=Image.Resampling.BICUBIC,
-    )
-    left, top = (resized.width - width) // 2, (resized.height - height) // 2
-    cropped = resized.crop((left, top, left + width, top + height))
-    return encoder.normalize(np.asarray(cropped, dtype=np.uint8))
-
-
-def _mean_pooler(encoder: SiglipEncoder, batch: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Drift (1): a BERT-style pooler — mean of patch tokens → Linear → tanh — in place of the
-    MAP head. The Linear is the checkpoint's own head output projection, so it *looks* loaded."""
-    vision = encoder.model.vision_model
-    with torch.inference_mode():
-        pixel_values = torch.from_numpy(np.ascontiguousarray(batch)).to(encoder.input_dtype)
-        tokens = vision(pixel_values=pixel_values).last_hidden_state
-        dense = vision.head.attention.out_proj
-        pooled = torch.tanh(dense(tokens.mean(dim=1).to(dense.weight.dtype))).float()
-        pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=-1)
-        return pooled.numpy(), tokens.float().numpy()
-
-
-_PREPARERS: dict[Variant, Preparer] = {
-    "production": _production_pixels,
-    "mean_pooler": _production_pixels,
-    "unnormalized": _unnormalized_pixels,
-    "bilinear": _bilinear_pixels,
-    "alpha_dropped": _alpha_dropped_pixels,
-    "center_crop": _center_crop_pixels,
-}
-_POOLERS: dict[Variant, Pooler] = dict.fromkeys(VARIANTS, _production_pool)
-_POOLERS["mean_pooler"] = _mean_pooler
+PRODUCTION = ServingPath("production", _production_pixels, _production_pool)
 
 
 def _embed(
-    encoder: SiglipEncoder, variant: Variant, images: Sequence[DecodedImage]
+    encoder: SiglipEncoder, path: ServingPath, images: Sequence[DecodedImage]
 ) -> tuple[list[FloatArray], FloatArray, FloatArray]:
-    """Pixels, pooled embeddings and patch tokens of ``images`` along ``variant``'s path."""
-    prepare, pool = _PREPARERS[variant], _POOLERS[variant]
-    pixels = [prepare(encoder, image) for image in images]
+    """Pixels, pooled embeddings and patch tokens of ``images`` along ``path``."""
+    pixels = [path.prepare(encoder, image) for image in images]
     pooled_parts, token_parts = [], []
     for start in range(0, len(pixels), _BATCH):
-        pooled, tokens = pool(encoder, np.stack(pixels[start : start + _BATCH]))
+        pooled, tokens = path.pool(encoder, np.stack(pixels[start : start + _BATCH]))
         pooled_parts.append(pooled)
         token_parts.append(tokens)
     return pixels, np.concatenate(pooled_parts), np.concatenate(token_parts)
@@ -388,26 +325,25 @@ def run_parity(
     images_dir: str | Path | Iterable[str | Path],
     precision: Precision = "fp32",
     *,
-    variant: Variant = "production",
+    path: ServingPath = PRODUCTION,
     apply_exif_orientation: bool = False,
 ) -> ParityReport:
-    """Compare the production path (or a negative-control ``variant``) with the reference."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    """Compare the production serving path (or the ``path`` a test passes) with the
+    reference, image by image."""
     name = str(model)
     paths = corpus_paths(images_dir)
     encoder = load_siglip(name, precision=precision, apply_exif_orientation=apply_exif_orientation)
     reference = _Reference(name, apply_exif_orientation)
     decoded = [decode_image(path.read_bytes(), _TOOL_LIMITS) for path in paths]
-    pixels, pooled, tokens = _embed(encoder, variant, decoded)
+    pixels, pooled, tokens = _embed(encoder, path, decoded)
     rows = []
-    for index, (path, image) in enumerate(zip(paths, decoded, strict=True)):
-        ref_pixels = reference.pixels(path)
+    for index, (file, image) in enumerate(zip(paths, decoded, strict=True)):
+        ref_pixels = reference.pixels(file)
         ref_pooled, ref_tokens = reference.embed(ref_pixels)
         token_cosines = _cosine_rows(tokens[index], ref_tokens)
         rows.append(
             ImageParity(
-                name=path.name,
+                name=file.name,
                 mode=image.mode,
                 width=image.width,
                 height=image.height,
@@ -420,7 +356,7 @@ def run_parity(
     return ParityReport(
         model=name,
         precision=precision,
-        variant=variant,
+        path=path.name,
         images=tuple(rows),
         pixel_gate=PIXEL_GATE,
         cosine_gate=COSINE_GATES[precision],
@@ -431,8 +367,7 @@ def format_parity(report: ParityReport) -> str:
     """A readable table of ``report``, one row per image, then the verdict."""
     gate = report.cosine_gate
     lines = [
-        f"SigLIP parity  model={report.model}  precision={report.precision}  "
-        f"variant={report.variant}",
+        f"SigLIP parity  model={report.model}  precision={report.precision}  path={report.path}",
         f"gates: preprocessing max|Δ| ≤ {report.pixel_gate:g}; pooled and patch cosine ≥ {gate}",
         "",
         f"{'image':<28} {'mode':<5} {'size':>10} {'max|Δ|':>9} {'pooled cos':>11} "
@@ -519,7 +454,7 @@ def run_probe(
     probes_file: str | Path,
     precision: Precision = "fp32",
     *,
-    variant: Variant = "production",
+    path: ServingPath = PRODUCTION,
 ) -> ProbeReport:
     """Rank every probe label for every probe image; count images whose top label is from
     another vertical (the inversion rate the peer router measured at 82 %)."""
@@ -527,12 +462,12 @@ def run_probe(
     encoder = load_siglip(model, precision=precision)
     label_owner = [(v.name, label) for v in verticals for label in v.labels]
     text = encoder.embed_texts([label for _, label in label_owner])
-    image_rows = [(v.name, path) for v in verticals for path in v.images]
-    decoded = [decode_image(path.read_bytes(), _TOOL_LIMITS) for _, path in image_rows]
-    pooled = _embed(encoder, variant, decoded)[1] if decoded else np.zeros((0, text.shape[1]))
+    image_rows = [(v.name, file) for v in verticals for file in v.images]
+    decoded = [decode_image(file.read_bytes(), _TOOL_LIMITS) for _, file in image_rows]
+    pooled = _embed(encoder, path, decoded)[1] if decoded else np.zeros((0, text.shape[1]))
     probabilities = encoder.scores(pooled.astype(np.float32), text)
     rows = []
-    for (vertical, path), scores in zip(image_rows, probabilities, strict=True):
+    for (vertical, file), scores in zip(image_rows, probabilities, strict=True):
         order = np.argsort(-scores, kind="stable")
         ranks = np.empty(len(order), dtype=np.int64)
         ranks[order] = np.arange(1, len(order) + 1)
@@ -541,7 +476,7 @@ def run_probe(
         top = int(order[0])
         rows.append(
             ProbeImage(
-                image=path.name,
+                image=file.name,
                 vertical=vertical,
                 top_label=label_owner[top][1],
                 top_vertical=label_owner[top][0],
@@ -554,7 +489,7 @@ def run_probe(
     return ProbeReport(
         model=str(model),
         precision=precision,
-        variant=variant,
+        path=path.name,
         label_count=len(label_owner),
         rows=tuple(rows),
     )
@@ -564,7 +499,7 @@ def format_probe(report: ProbeReport) -> str:
     """A readable table of a probe: each image's top label and its right label's rank."""
     lines = [
         f"SigLIP probe  model={report.model}  precision={report.precision}  "
-        f"variant={report.variant}  labels={report.label_count}",
+        f"path={report.path}  labels={report.label_count}",
         "",
         f"{'image':<24} {'vertical':<12} {'top label (vertical)':<44} {'p':>6} "
         f"{'right rank':>10} {'right p':>8}",
