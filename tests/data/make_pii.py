@@ -2,10 +2,10 @@
 # ruff: noqa: E501  (template sentences and one-line field makers are kept whole)
 """Deterministic generator for ``pii.jsonl`` (PII detection development set).
 
-Run from anywhere::
+A development tool, kept out of the package; run from anywhere::
 
-    python vsr_extproc/eval/data/make_pii.py            # writes pii.jsonl next to this file
-    python vsr_extproc/eval/data/make_pii.py -o out.jsonl
+    python tests/data/make_pii.py            # writes vsr_extproc/eval/data/pii.jsonl
+    python tests/data/make_pii.py -o out.jsonl
 
 Each output line is ``{"text": ..., "spans": [{"start", "end", "type"}], "locale": ...}``
 with exact character offsets (Python ``str`` indices, i.e. code points).
@@ -789,8 +789,9 @@ def check(text: str, spans: list[Span], loc: str) -> None:
 
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
+    target = os.path.join(here, "..", "..", "vsr_extproc", "eval", "data", "pii.jsonl")
     ap = argparse.ArgumentParser(description="Write the PII development set (pii.jsonl).")
-    ap.add_argument("-o", "--output", default=os.path.join(here, "pii.jsonl"))
+    ap.add_argument("-o", "--output", default=os.path.normpath(target))
     args = ap.parse_args()
     locs = list(LOCALES)
     records: list[tuple[str, list[Span], str]] = []
