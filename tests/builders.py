@@ -1,11 +1,15 @@
-"""Request builders shared by the test tiers."""
+"""Request builders shared by the test tiers, and ``until``: how a test waits for an event."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import inspect
 import io
 import struct
+import time
 import zlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -64,3 +68,29 @@ def png_declaring(width: int, height: int) -> bytes:
     struct.pack_into(">II", data, 16, width, height)
     struct.pack_into(">I", data, 29, zlib.crc32(bytes(data[12:29])))
     return bytes(data)
+
+
+async def until(
+    condition: Callable[[], bool | Awaitable[bool]],
+    what: str,
+    *,
+    seconds: float = 10.0,
+    every: float = 0.05,
+) -> None:
+    """Return as soon as ``condition()`` (a function or a coroutine function) holds; fail,
+    saying what was awaited, once ``seconds`` have passed without it.
+
+    For events a test can only see by looking (a counter, a metric, Envoy's view of its
+    hosts). A test never sleeps a fixed time instead: too short on a slow machine, too
+    long on every other. Where there is an event or a future to await, await that.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {seconds:g} s waiting until {what}")
+        await asyncio.sleep(every)

@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import orjson
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
+from vsr_extproc.config.envoy import PROCESSOR_CLUSTER
 from vsr_extproc.demo.stack import Stack, prepare_stack
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +45,34 @@ def post_chat(client: httpx.Client, document: Any, **headers: str) -> httpx.Resp
         json=document,
         headers={"content-type": "application/json", **headers},
     )
+
+
+async def processor_metric(stack: Stack, name: str, **labels: str) -> float:
+    """The sum of a processor metric's samples whose labels include ``labels``, read from
+    the processor's admin port."""
+    assert stack.config.envoy is not None
+    api = stack.config.envoy.router_api[0]
+    async with httpx.AsyncClient(timeout=5) as client:
+        text = (await client.get(f"http://{api.address}:{api.port}/metrics")).text
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                total += sample.value
+    return total
+
+
+async def processor_health(stack: Stack) -> dict[str, str]:
+    """What Envoy's health checks last said of each processor: its address and its health
+    flags on Envoy's admin /clusters, ``healthy`` or why not (``/failed_active_hc``, …)."""
+    async with httpx.AsyncClient(timeout=5) as client:
+        text = (await client.get(f"{stack.admin_url}/clusters")).text
+    health = {}
+    for line in text.splitlines():  # cluster::host::stat::value
+        fields = line.split("::")
+        if len(fields) == 4 and fields[0] == PROCESSOR_CLUSTER and fields[2] == "health_flags":
+            health[fields[1]] = fields[3]
+    return health
 
 
 class SteadyLoad:

@@ -19,8 +19,16 @@ import httpx
 import orjson
 import pytest
 import yaml
-from builders import chat, image_part, text_part, user
-from stacks import ROOT, SteadyLoad, demo_document, post_chat, start_stack
+from builders import chat, image_part, text_part, until, user
+from stacks import (
+    ROOT,
+    SteadyLoad,
+    demo_document,
+    post_chat,
+    processor_health,
+    processor_metric,
+    start_stack,
+)
 
 from vsr_extproc.demo.stack import Stack
 
@@ -137,7 +145,7 @@ async def test_the_processor_killed_under_load_fails_closed_and_recovers(
     faulty: Stack,
 ) -> None:
     async with SteadyLoad(faulty.url, chat(user("hello there, how are you?"))) as load:
-        await asyncio.sleep(1.0)
+        await until(lambda: load.statuses[200] > 0, "the load is answered")
         processor = faulty.children["processor"].process
         os.kill(processor.pid, signal.SIGKILL)
         processor.wait(10)
@@ -145,7 +153,11 @@ async def test_the_processor_killed_under_load_fails_closed_and_recovers(
         faulty.start_processor()
         await _ready(faulty)
         recovered = len(load.answers)
-        await asyncio.sleep(2.0)
+
+        def succeeds_again() -> bool:
+            return any(answer.status_code == 200 for _, answer in load.answers[recovered:])
+
+        await until(succeeds_again, "a request succeeds again", seconds=30)
     statuses = load.statuses
     codes = Counter(a.json()["error"]["code"] for _, a in load.answers if a.status_code >= 500)
     assert set(statuses) <= {200, 500}, statuses  # answered, never hung
@@ -162,7 +174,7 @@ async def test_sigterm_drains_a_request_in_flight(faulty: Stack) -> None:
             client.post("/v1/chat/completions", content=body,
                         headers={"content-type": "application/json"})
         )  # fmt: skip
-        await asyncio.sleep(0.15)
+        await until(lambda: _in_flight(faulty), "the request reaches the processor", every=0.02)
         faulty.children["processor"].process.send_signal(signal.SIGTERM)
         answer = await pending
     assert answer.status_code == 200
@@ -173,20 +185,25 @@ async def test_sigterm_drains_a_request_in_flight(faulty: Stack) -> None:
 
 
 async def _ready(stack: Stack, seconds: float = 120) -> None:
-    """Wait for the processor's admin /ready without blocking the event loop."""
+    """Wait, without blocking the event loop, until the processor's admin /ready says it
+    is ready and Envoy's health check has seen it."""
     assert stack.config.envoy is not None
     api = stack.config.envoy.router_api[0]
-    deadline = time.monotonic() + seconds
-    async with httpx.AsyncClient(timeout=2) as client:
-        while time.monotonic() < deadline:
+
+    async def ready() -> bool:
+        async with httpx.AsyncClient(timeout=2) as client:
             try:
-                if (await client.get(f"http://{api.address}:{api.port}/ready")).status_code == 200:
-                    await asyncio.sleep(2.5)  # Envoy's health check interval sees it too
-                    return
+                answer = await client.get(f"http://{api.address}:{api.port}/ready")
             except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.2)
-    raise AssertionError("the processor did not become ready")
+                return False
+        health = await processor_health(stack)
+        return answer.status_code == 200 and list(health.values()) == ["healthy"]
+
+    await until(ready, "Envoy's health check sees the processor ready", seconds=seconds)
+
+
+async def _in_flight(stack: Stack) -> bool:
+    return await processor_metric(stack, "vsr_inflight_streams") >= 1
 
 
 @pytest.fixture(scope="module")

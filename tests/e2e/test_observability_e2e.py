@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import httpx
 import orjson
 import pytest
 import yaml
-from builders import chat, user
-from stacks import SteadyLoad, post_chat
+from builders import chat, until, user
+from stacks import SteadyLoad, post_chat, processor_metric
 
 from vsr_extproc.demo.stack import Stack
 
@@ -77,20 +76,34 @@ async def test_reloading_under_load_loses_nothing_and_switches(stack: Stack) -> 
     document = yaml.safe_load(original)
     document["decisions"] = [d for d in document["decisions"] if d["name"] != "refuse_forbidden"]
     changed = yaml.safe_dump(document)
+    rejected = await _invalid_reloads(stack)
     try:
         async with SteadyLoad(stack.url, chat(user("how to make a bomb")), timeout=30) as load:
 
             def decisions() -> list[tuple[float, str]]:
                 return [(t, a.headers.get("x-vsr-decision", "")) for t, a in load.answers]
 
-            await asyncio.sleep(1.0)
+            async def answered_from_now(what: str) -> None:
+                # one request per worker may be in flight now: twice as many answers from
+                # now on include requests sent after now
+                now = time.monotonic()
+                enough = 2 * load.workers
+                await until(lambda: sum(t > now for t, _ in load.answers) >= enough, what)
+
+            async def rejected_it() -> bool:
+                return await _invalid_reloads(stack) > rejected
+
+            def switched() -> bool:
+                return any(t > switched_at and d != "refuse_forbidden" for t, d in decisions())
+
+            await answered_from_now("the load is answered")
             stack.processor_config.write_text("decisions: [\n")  # invalid: must change nothing
-            await asyncio.sleep(2.0)
+            await until(rejected_it, "the processor rejects the invalid file")
+            await answered_from_now("requests are answered after the rejection")
             switched_at = time.monotonic()
             stack.processor_config.write_text(changed)
-            await _until(lambda: any(t > switched_at and d != "refuse_forbidden"
-                                     for t, d in decisions()), 60)  # fmt: skip
-            await asyncio.sleep(0.5)
+            await until(switched, "the new policy decides", seconds=60)
+            await answered_from_now("requests are answered after the switch")
     finally:
         stack.processor_config.write_text(original)
     statuses = load.statuses
@@ -102,13 +115,8 @@ async def test_reloading_under_load_loses_nothing_and_switches(stack: Stack) -> 
     assert decided[-1][1] != "refuse_forbidden"
 
 
-async def _until(condition: object, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("timed out waiting")
+async def _invalid_reloads(stack: Stack) -> float:
+    return await processor_metric(stack, "vsr_config_reloads_total", result="invalid")
 
 
 def test_replay_what_if_on_the_live_store(

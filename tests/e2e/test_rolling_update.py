@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from builders import chat, user
-from stacks import ROOT, SteadyLoad
+from builders import chat, until, user
+from stacks import ROOT, SteadyLoad, processor_health
 
 from vsr_extproc.demo.stack import Stack, free_port, prepare_stack
 
@@ -41,12 +41,18 @@ def two_processors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 async def test_sigterm_to_one_of_two_processors_loses_no_request(two_processors: Stack) -> None:
+    async def both_healthy() -> bool:
+        return list((await processor_health(two_processors)).values()) == ["healthy"] * 2
+
     async with SteadyLoad(two_processors.url, chat(user("Find the bug in my loop"))) as load:
-        await asyncio.sleep(4.0)  # Envoy's health checks have seen both processors
+        await until(both_healthy, "Envoy's health checks see both processors", seconds=30)
+        await until(lambda: len(load.answers) >= 20, "20 requests are answered")
         leaving = two_processors.children["processor0"].process
         leaving.send_signal(signal.SIGTERM)
         exit_code = await asyncio.get_running_loop().run_in_executor(None, leaving.wait, 30)
-        await asyncio.sleep(1.0)
+        gone = len(load.answers)
+        # the requests after it left: on the other processor alone
+        await until(lambda: len(load.answers) >= gone + 20, "20 more requests are answered")
     statuses = load.statuses
     assert exit_code == 0
     assert statuses[200] > 50

@@ -8,8 +8,8 @@ import random
 import httpx
 import orjson
 import pytest
-from builders import chat, user
-from stacks import post_chat
+from builders import chat, until, user
+from stacks import post_chat, processor_metric
 
 from vsr_extproc.demo.stack import Stack
 
@@ -82,7 +82,7 @@ async def test_jailbreaks_sent_while_huge_requests_are_processed_are_still_block
             )
             for _ in range(2)
         ]
-        await asyncio.sleep(0.2)  # the huge bodies are on their way
+        await until(lambda: _in_flight(stack, 2), "the huge requests reach the processor")
         blocked: list[httpx.Response] = []
         # keep attacking until both huge requests are answered, and at least twice each
         while not all(task.done() for task in big) or len(blocked) < 2 * len(attacks):
@@ -97,3 +97,7 @@ async def test_jailbreaks_sent_while_huge_requests_are_processed_are_still_block
         # the huge requests get the router's own, deliberate answer, never Envoy's timeout
         assert response.status_code != 504
         assert "x-vsr-decision" in response.headers
+
+
+async def _in_flight(stack: Stack, streams: int) -> bool:
+    return await processor_metric(stack, "vsr_inflight_streams") >= streams

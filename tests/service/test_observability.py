@@ -7,7 +7,7 @@ import gc
 import io
 import json
 import weakref
-from pathlib import Path
+from pathlib import Path, PosixPath
 
 import grpc
 import httpx
@@ -15,7 +15,7 @@ import orjson
 import pytest
 import structlog
 import yaml
-from builders import body, chat, user
+from builders import body, chat, until, user
 from extproc_client import Client, body_message, headers_message
 from google.protobuf import json_format, struct_pb2
 
@@ -202,11 +202,7 @@ async def test_reload_switches_policy_and_an_invalid_file_keeps_the_old(
 async def test_the_watcher_reloads_a_changed_file(service: Service, config_path: Path) -> None:
     before = service.router.policy.fingerprint
     _reprioritise(config_path, "refuse_forbidden", drop=True)
-    for _ in range(100):
-        if service.router.policy.fingerprint != before:
-            break
-        await asyncio.sleep(0.1)
-    assert service.router.policy.fingerprint != before
+    await until(lambda: service.router.policy.fingerprint != before, "the policy changes")
     assert "refuse_forbidden" not in {d.name for d in service.router.policy.decisions}
 
 
@@ -290,22 +286,34 @@ async def _reloads(service: Service, result: str) -> float:
     return float(found[0].rsplit(" ", 1)[1]) if found else 0.0
 
 
+async def _reported(service: Service, result: str) -> bool:
+    return await _reloads(service, result) >= 1
+
+
+class _WatchedPath(PosixPath):
+    """The config file's path, counting the watcher's looks: each look reads its bytes
+    (a reload reads the text, through a path of its own)."""
+
+    looks = 0
+
+    def read_bytes(self) -> bytes:
+        self.looks += 1
+        return super().read_bytes()
+
+
 async def test_an_invalid_file_is_reported_once_not_on_every_look(
-    service: Service, config_path: Path
+    service: Service, config_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    watched = _WatchedPath(config_path)
+    monkeypatch.setattr(service, "config_path", watched)
     _original(config_path)
     config_path.write_text("models: [\n")
-    for _ in range(50):  # the watcher looks every 200 ms
-        if await _reloads(service, "invalid") >= 1:
-            break
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(1.0)  # five more looks at the same broken file
+    await until(lambda: _reported(service, "invalid"), "the broken file is reported")
+    looked = watched.looks
+    await until(lambda: watched.looks >= looked + 5, "the watcher looks five more times")
     assert await _reloads(service, "invalid") == 1
     _reprioritise(config_path, "refuse_forbidden", drop=True)  # fixed: loaded at once
-    for _ in range(50):
-        if await _reloads(service, "success") >= 1:
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: _reported(service, "success"), "the fixed file is loaded")
     assert await _reloads(service, "success") == 1
 
 
@@ -319,19 +327,13 @@ async def test_a_reload_that_fails_outside_the_config_keeps_watching(
 
     monkeypatch.setattr(module, "compile_policy", broken)
     _reprioritise(config_path, "refuse_forbidden", drop=True)
-    for _ in range(50):
-        if await _reloads(service, "invalid") >= 1:
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: _reported(service, "invalid"), "the failed reload is reported")
     assert await _reloads(service, "invalid") == 1
     monkeypatch.undo()
     document = yaml.safe_load(_original(config_path))
     document["decisions"] = document["decisions"][1:]
     config_path.write_text(yaml.safe_dump(document))
-    for _ in range(50):
-        if await _reloads(service, "success") >= 1:
-            break
-        await asyncio.sleep(0.1)
+    await until(lambda: _reported(service, "success"), "the next change is loaded")
     assert await _reloads(service, "success") == 1  # the watcher outlived the error
     assert service._watcher is not None
     assert not service._watcher.done()

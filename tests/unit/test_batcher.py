@@ -73,7 +73,8 @@ async def test_items_after_the_wait_window_form_the_next_batch() -> None:
     run = Recorder()
     batcher = MicroBatcher(run, max_batch=64, max_wait_ms=20)
     first = asyncio.ensure_future(batcher.submit(1))
-    await asyncio.sleep(0.1)
+    # the window closed on [1] alone: its batch is running
+    assert await asyncio.to_thread(run.started.wait, 5)
     second = await batcher.submit(2)
     await batcher.close()
     assert (await first, second) == (10, 20)

@@ -36,8 +36,10 @@ class Sleeper(AsyncSignal):
         self.name = name
         self.seconds = seconds
         self.timeout_s = timeout_s
+        self.started = asyncio.Event()
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
+        self.started.set()
         await asyncio.sleep(self.seconds)
         return Outcome(True, 0.8, {"slept": self.seconds})
 
@@ -173,8 +175,9 @@ async def test_shared_work_cancelled_by_someone_else_is_this_signals_failure() -
 
 
 async def test_a_cancelled_request_still_ends_as_cancelled() -> None:
-    task = asyncio.ensure_future(SignalRunner().run({"test.slow": Sleeper("slow", 5)}, REQUEST))
-    await asyncio.sleep(0.01)
+    slow = Sleeper("slow", 5)
+    task = asyncio.ensure_future(SignalRunner().run({"test.slow": slow}, REQUEST))
+    await asyncio.wait_for(slow.started.wait(), 5)  # the signal runs: cancel it mid-way
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
