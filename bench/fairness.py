@@ -23,6 +23,7 @@ from bench.common import ROOT, decide_once, describe, processor
 
 DEMO = ROOT / "deploy" / "demo" / "router.yaml"
 CLIENTS = 4
+HUGE_READY = 10  # fresh 2 MB bodies drawn before the timed phase (about 2 s of them)
 QUESTIONS = (
     "What are the usual side effects of metformin for type 2 diabetes?",
     "Is a persistent dry cough after starting lisinopril something to see a doctor about?",
@@ -91,12 +92,16 @@ def main(samples: int) -> dict[str, Any]:
                 await _clients(stub, rng, 3)  # warm-up
                 numbers["alone"], numbers["alone_wrong"] = await _clients(stub, rng, per_client)
                 stop = asyncio.Event()
+                drawn = (random.Random(12), sentences)
+                ready = [_huge(*drawn) for _ in range(HUGE_READY)]
                 huge: list[float] = []
                 decisions: Counter[str] = Counter()
 
                 async def background() -> None:
                     while not stop.is_set():
-                        body = _huge(rng, sentences)
+                        # drawn before the phase: building 2 MB in Python on this loop
+                        # would stall the small clients it measures (100-300 ms each)
+                        body = ready.pop() if ready else await asyncio.to_thread(_huge, *drawn)
                         elapsed, decision = await decide_once(stub, body)
                         huge.append(elapsed)
                         decisions[decision] += 1
