@@ -47,19 +47,27 @@ def post_chat(client: httpx.Client, document: Any, **headers: str) -> httpx.Resp
     )
 
 
-async def processor_metric(stack: Stack, name: str, **labels: str) -> float:
-    """The sum of a processor metric's samples whose labels include ``labels``, read from
-    the processor's admin port."""
+def metrics_url(stack: Stack) -> str:
+    """The processor's Prometheus metrics, on its admin port."""
     assert stack.config.envoy is not None
     api = stack.config.envoy.router_api[0]
-    async with httpx.AsyncClient(timeout=5) as client:
-        text = (await client.get(f"http://{api.address}:{api.port}/metrics")).text
+    return f"http://{api.address}:{api.port}/metrics"
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    """The sum of a metric's samples in Prometheus ``text`` whose labels include ``labels``."""
     total = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == name and labels.items() <= sample.labels.items():
                 total += sample.value
     return total
+
+
+async def processor_metric(stack: Stack, name: str, **labels: str) -> float:
+    """``metric_sum`` of the processor's metrics, read without blocking the event loop."""
+    async with httpx.AsyncClient(timeout=5) as client:
+        return metric_sum((await client.get(metrics_url(stack))).text, name, **labels)
 
 
 async def processor_health(stack: Stack) -> dict[str, str]:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import yaml
 from builders import chat, until, user
-from stacks import SteadyLoad, post_chat, processor_metric
+from stacks import SteadyLoad, metric_sum, metrics_url, post_chat, processor_metric
 
 from vsr_extproc.demo.stack import Stack
 
@@ -52,15 +52,9 @@ def _record(http: httpx.Client, replay_id: str) -> dict[str, object]:
 
 
 def test_metrics_on_the_admin_port_move(stack: Stack, http: httpx.Client) -> None:
-    assert stack.config.envoy is not None
-    api = stack.config.envoy.router_api[0]
-    metrics_url = f"http://{api.address}:{api.port}/metrics"
-
     def count() -> float:
-        for line in httpx.get(metrics_url).text.splitlines():
-            if line.startswith('vsr_requests_total{decision="coding",model="coder"'):
-                return float(line.rsplit(" ", 1)[1])
-        return 0.0
+        text = httpx.get(metrics_url(stack)).text
+        return metric_sum(text, "vsr_requests_total", decision="coding", model="coder")
 
     before = count()
     for _ in range(3):

@@ -16,8 +16,7 @@ import httpx
 import orjson
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
-from stacks import DEMO, ROOT, start_stack
+from stacks import DEMO, ROOT, metric_sum, metrics_url, start_stack
 
 from vsr_extproc.demo.stack import Stack
 from vsr_extproc.upstream.standin import SCRIPT_HEADER, encode_script
@@ -84,15 +83,7 @@ def _content(text: str) -> str:
 
 def _metric(stack: Stack, name: str, **labels: str) -> float:
     """The sum of a metric's samples whose labels include ``labels``."""
-    assert stack.config.envoy is not None
-    api = stack.config.envoy.router_api[0]
-    text = httpx.get(f"http://{api.address}:{api.port}/metrics").text
-    total = 0.0
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and labels.items() <= sample.labels.items():
-                total += sample.value
-    return total
+    return metric_sum(httpx.get(metrics_url(stack)).text, name, **labels)
 
 
 def _settled(stack: Stack, name: str, expected: float, **labels: str) -> float:
