@@ -34,7 +34,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from vsr_extproc.errors import ConfigError, ReplayStoreError, ReplayStoreUnavailable
 from vsr_extproc.replay.record import ReplayRecord
-from vsr_extproc.replay.store import COLUMNS, PAGE, ReplayStore, as_row, from_row, to_json
+from vsr_extproc.replay.store import (
+    COLUMNS,
+    ReplayStore,
+    as_row,
+    from_row,
+    scan_pages,
+    to_json,
+)
 
 log = structlog.get_logger("vsr_extproc.replay")
 
@@ -304,24 +311,13 @@ class PostgresReplayStore(ReplayStore):
         where = "(time, id) > (%s, %s)"
         if with_content:
             where += " AND content IS NOT NULL"
-        # ids are never empty, so (since, "") starts at ``since`` itself
-        after: tuple[float, str] = (since if since is not None else float("-inf"), "")
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = PAGE if remaining is None else min(PAGE, remaining)
+        query = f"SELECT {_SELECT} FROM replay_records WHERE {where} ORDER BY time, id LIMIT %s"
+
+        def fetch(after: tuple[float, str], page: int) -> list[Any]:
             with self._connection() as connection:
-                rows = connection.execute(
-                    f"SELECT {_SELECT} FROM replay_records WHERE {where} "
-                    "ORDER BY time, id LIMIT %s",
-                    (*after, page),
-                ).fetchall()
-            for row in rows:
-                yield from_row(row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][1], rows[-1][0])
-            if remaining is not None:
-                remaining -= len(rows)
+                return connection.execute(query, (*after, page)).fetchall()
+
+        return scan_pages(fetch, since, limit)
 
     def prune(self, *, max_age_s: float, max_records: int, now: float | None = None) -> int:
         """As the interface says; one replica at a time (the others find the lock taken

@@ -115,6 +115,28 @@ def as_row(record: ReplayRecord) -> tuple[Any, ...]:
     )
 
 
+def scan_pages(
+    fetch: Callable[[tuple[float, str], int], list[Any]], since: float | None, limit: int | None
+) -> Iterator[ReplayRecord]:
+    """The records in (time, id) order from ``since``, at most ``limit``, read ``PAGE`` at
+    a time: ``fetch(after, page)`` returns up to ``page`` rows (in ``COLUMNS`` order) that
+    come after the (time, id) pair ``after``. Keyset pages: a long scan holds no cursor or
+    lock between pages, and never returns a record twice. (Both stores scan through it.)"""
+    # ids are never empty, so (since, "") starts at ``since`` itself
+    after: tuple[float, str] = (since if since is not None else float("-inf"), "")
+    remaining = limit
+    while remaining is None or remaining > 0:
+        page = PAGE if remaining is None else min(PAGE, remaining)
+        rows = fetch(after, page)
+        for row in rows:
+            yield from_row(row)
+        if len(rows) < page:
+            return
+        after = (rows[-1][1], rows[-1][0])
+        if remaining is not None:
+            remaining -= len(rows)
+
+
 def from_row(row: Sequence[Any]) -> ReplayRecord:
     """The record a row of ``COLUMNS`` holds (JSON fields as text)."""
     return ReplayRecord(
@@ -273,24 +295,15 @@ class SqliteReplayStore(ReplayStore):
         where = "(time, id) > (?, ?)"
         if with_content:
             where += " AND content IS NOT NULL"
-        # ids are never empty, so (since, "") starts at ``since`` itself
-        after: tuple[float, str] = (since if since is not None else float("-inf"), "")
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = PAGE if remaining is None else min(PAGE, remaining)
+        query = (
+            f"SELECT {self._columns} FROM replay_records WHERE {where} ORDER BY time, id LIMIT ?"
+        )
+
+        def fetch(after: tuple[float, str], page: int) -> list[Any]:
             with self._read_lock:
-                rows = self._reader.execute(
-                    f"SELECT {self._columns} FROM replay_records WHERE {where} "
-                    "ORDER BY time, id LIMIT ?",
-                    (*after, page),
-                ).fetchall()
-            for row in rows:
-                yield from_row(row)
-            if len(rows) < page:
-                return
-            after = (rows[-1][1], rows[-1][0])
-            if remaining is not None:
-                remaining -= len(rows)
+                return self._reader.execute(query, (*after, page)).fetchall()
+
+        return scan_pages(fetch, since, limit)
 
     def prune(self, *, max_age_s: float, max_records: int, now: float | None = None) -> int:
         cutoff = (time.time() if now is None else now) - max_age_s
