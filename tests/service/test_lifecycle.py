@@ -37,6 +37,7 @@ async def test_in_flight_streams_finish_during_drain(service: Service) -> None:
             for h in answer.request_body.response.header_mutation.set_headers
         }
         assert headers["x-vsr-decision"] == "coding"
+        await call.done_writing()  # the stream ends: stop need not wait out its grace
         await stopping
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await health_pb2_grpc.HealthStub(channel).Check(
