@@ -165,20 +165,5 @@ def _run(signal: AnswerSignal, answer: Answer, request: NormalizedRequest | None
     try:
         outcome = signal.on_answer(answer, request)
     except Exception as exc:  # a guard that fails is reported, and its rule's on_error decides
-        return SignalResult(
-            signal.family,
-            signal.name,
-            False,
-            0.0,
-            None,
-            (perf_counter() - started) * 1000,
-            error=f"{type(exc).__name__}: {exc}",
-        )
-    return SignalResult(
-        signal.family,
-        signal.name,
-        outcome.matched,
-        outcome.confidence,
-        outcome.value,
-        (perf_counter() - started) * 1000,
-    )
+        return SignalResult.failure(signal, f"{type(exc).__name__}: {exc}", started)
+    return SignalResult.of(signal, outcome, started)

@@ -19,7 +19,7 @@ from time import perf_counter
 from typing import Protocol
 
 from vsr_extproc.core.request import NormalizedRequest
-from vsr_extproc.core.signals import Evaluation, Outcome, Signal, SignalResult
+from vsr_extproc.core.signals import Evaluation, Signal, SignalResult
 from vsr_extproc.errors import SignalError
 
 
@@ -38,23 +38,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, SignalError) and text:
         return text  # a signal's own, deliberate explanation
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _result(signal: Signal, outcome: Outcome, started: float) -> SignalResult:
-    return SignalResult(
-        signal.family,
-        signal.name,
-        outcome.matched,
-        outcome.confidence,
-        outcome.value,
-        (perf_counter() - started) * 1000.0,
-    )
-
-
-def _failure(signal: Signal, error: str, started: float) -> SignalResult:
-    return SignalResult(
-        signal.family, signal.name, False, 0.0, None, (perf_counter() - started) * 1000.0, error
-    )
 
 
 class SignalRunner:
@@ -120,9 +103,9 @@ class SignalRunner:
     def _run_inline(self, signal: Signal, request: NormalizedRequest) -> SignalResult:
         started = perf_counter()
         try:
-            result = _result(signal, signal.evaluate_now(request), started)
+            result = SignalResult.of(signal, signal.evaluate_now(request), started)
         except Exception as exc:
-            result = _failure(signal, _describe(exc), started)
+            result = SignalResult.failure(signal, _describe(exc), started)
         self._observer(result, timed_out=False)
         return result
 
@@ -132,17 +115,18 @@ class SignalRunner:
         try:
             async with asyncio.timeout(signal.timeout_s):
                 outcome = await signal.evaluate(evaluation)
-            result = _result(signal, outcome, started)
+            result = SignalResult.of(signal, outcome, started)
         except TimeoutError:
             timed_out = True
-            result = _failure(signal, f"timed out after {signal.timeout_s * 1000:.0f} ms", started)
+            timeout = f"timed out after {signal.timeout_s * 1000:.0f} ms"
+            result = SignalResult.failure(signal, timeout, started)
         except Exception as exc:
-            result = _failure(signal, _describe(exc), started)
+            result = SignalResult.failure(signal, _describe(exc), started)
         except asyncio.CancelledError:
             if _cancelling():
                 raise  # this request is being cancelled: let it end
             # shared work was cancelled under this signal: its failure, not the request's
-            result = _failure(signal, "cancelled: shared work was stopped", started)
+            result = SignalResult.failure(signal, "cancelled: shared work was stopped", started)
         self._observer(result, timed_out=timed_out)
         return result
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from vsr_extproc.core.request import NormalizedRequest
@@ -56,6 +57,30 @@ class SignalResult:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @classmethod
+    def of(cls, signal: Named, outcome: Outcome, started: float) -> SignalResult:
+        """``signal``'s ``outcome``, timed from ``started`` (a ``perf_counter()`` value)."""
+        elapsed = (perf_counter() - started) * 1000.0
+        return cls(
+            signal.family, signal.name, outcome.matched, outcome.confidence, outcome.value, elapsed
+        )
+
+    @classmethod
+    def failure(cls, signal: Named, error: str, started: float) -> SignalResult:
+        """``signal`` failed with ``error`` (its rule's ``on_error`` decides)."""
+        elapsed = (perf_counter() - started) * 1000.0
+        return cls(signal.family, signal.name, False, 0.0, None, elapsed, error)
+
+
+class Named(Protocol):
+    """What names a signal in the trace: request signals and answer signals alike."""
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 class Evaluation:
