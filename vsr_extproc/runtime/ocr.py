@@ -301,7 +301,9 @@ class OcrEngine:
         evenly spaced OCR-B glyphs (``8302113`` read ``832113``); given more width per
         glyph it keeps them. On the image corpus's dev split (44 MRZs) the band verified as
         first read 23 times, stretched 1.5× 36 times, and with the combinations of five
-        widths 42 times; no look-alike or document without an MRZ verified either way."""
+        widths 42 times. Of the 39 dev look-alikes and documents without an MRZ that have a
+        band, none verified at any single width, nor in the combinations of the 28 with at
+        most 3,000 of them; on the whole corpus no image without an MRZ yields one."""
         if self.mrz_check is None or not readings:
             return {}
         first = "\n".join(text for text, _ in readings.values())
