@@ -25,6 +25,7 @@ import httpx
 import yaml
 
 from vsr_extproc.config.compile import parse_config
+from vsr_extproc.config.envoy import PROCESSOR_CLUSTER
 from vsr_extproc.config.schema import RouterConfig
 
 
@@ -194,16 +195,24 @@ class Stack:
         raise TimeoutError(f"{what} not ready after {timeout:.0f} s")
 
     def wait_ready(self, timeout: float = 120.0, *, processors: bool = True) -> None:
-        """Block until stand-ins, processors (health SERVING) and Envoy are all ready."""
+        """Block until stand-ins, processors (health SERVING) and Envoy are all ready.
+
+        With ``processors``, also until Envoy's own health checks pass for every processor:
+        a check Envoy made while a processor was still loading marks it failed for one
+        interval, and until the next one every stream goes to the other replicas.
+        """
         assert self.config.envoy is not None
         for cluster in self.config.envoy.clusters:
             for endpoint in cluster.endpoints:
                 url = f"http://{endpoint.address}:{endpoint.port}/v1/models"
                 self.wait_until(f"stand-in {cluster.name}", partial(_http_ok, url), timeout)
-        for endpoint in self.config.envoy.processor if processors else ():
-            target = f"{endpoint.address}:{endpoint.port}"
+        targets = [f"{e.address}:{e.port}" for e in self.config.envoy.processor]
+        for target in targets if processors else ():
             self.wait_until(f"processor {target}", partial(_serving, target), timeout)
         self.wait_until("envoy", lambda: _http_ok(f"{self.admin_url}/ready"), timeout)
+        if processors:
+            seen = partial(_envoy_sees_healthy, self.admin_url, targets)
+            self.wait_until("envoy health checks of the processors", seen, timeout)
 
     def stop(self) -> None:
         for child in reversed(list(self.children.values())):
@@ -219,6 +228,22 @@ def _http_ok(url: str) -> bool:
         return httpx.get(url, timeout=1.0).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _envoy_sees_healthy(admin_url: str, targets: list[str]) -> bool:
+    """Whether Envoy's admin ``/clusters`` lists every target of the processor cluster as
+    healthy (its health flags read exactly ``healthy``)."""
+    try:
+        listing = httpx.get(f"{admin_url}/clusters", timeout=1.0).text
+    except httpx.HTTPError:
+        return False
+    flags: dict[str, str] = {}
+    for line in listing.splitlines():
+        cluster, _, rest = line.partition("::")
+        host, _, field = rest.partition("::health_flags::")
+        if cluster == PROCESSOR_CLUSTER and field:
+            flags[host] = field.strip()
+    return all(flags.get(target) == "healthy" for target in targets)
 
 
 def _serving(target: str) -> bool:
