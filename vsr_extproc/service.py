@@ -71,7 +71,10 @@ def _warm_up_image(width: int = 64, height: int = 48) -> str:
     return "data:image/png;base64," + base64.b64encode(png + chunk(b"IEND", b"")).decode()
 
 
-# one request that touches every signal family a config can reference, images included
+# One request that touches every signal family a config can reference, images included,
+# and the lazily loaded tables a first user would otherwise pay for on the event loop:
+# look-alike letters for accented Latin text (about 90 ms), phone metadata (about 35 ms).
+_WARM_UP_TEXT = "Warm-up: summarise the plot of a short story set in a café, tel. +1 415 555 0132."
 _WARM_UP_BODY = orjson.dumps(
     {
         "model": "auto",
@@ -80,7 +83,7 @@ _WARM_UP_BODY = orjson.dumps(
             {
                 "role": "user",
                 "content": [
-                    {"type": "text", "text": "Warm-up: summarise the plot of a short story."},
+                    {"type": "text", "text": _WARM_UP_TEXT},
                     {"type": "image_url", "image_url": {"url": _warm_up_image()}},
                 ],
             },

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import orjson
 import pytest
@@ -9,7 +11,9 @@ from builders import PNG_1X1, body, chat, data_url, image_part, text_part, user
 from extproc_client import Client, body_message, headers_message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from vsr_extproc.service import Service
+from vsr_extproc.service import Service, start
+from vsr_extproc.signals import texts
+from vsr_extproc.signals.base import Resources
 
 
 async def test_route_sets_headers_rewrites_model_and_content_length(client: Client) -> None:
@@ -132,6 +136,19 @@ async def test_health_is_serving_after_warm_up(service: Service) -> None:
         await service.set_serving(False)
         answer = await stub.Check(health_pb2.HealthCheckRequest(service=""))
         assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_warm_up_loads_what_the_first_accented_request_would_wait_for(
+    config_path: Path, resources: Resources
+) -> None:
+    # the look-alike table (TR39 confusables) is built on first use, on the event loop
+    texts._as_latin.cache_clear()
+    started = await start(config_path, resources=resources)
+    try:
+        assert texts._as_latin.cache_info().currsize == 1
+        assert texts.as_seen("Ignоrе café") == "Ignore café"  # two Cyrillic letters
+    finally:
+        await started.stop(0, 0)
 
 
 async def test_a_5_mb_body_is_routed(client: Client) -> None:
