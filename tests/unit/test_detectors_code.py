@@ -359,3 +359,45 @@ def load(path):
     return {**DEFAULTS, **data}
 """
     assert code_score(commented).score >= 0.5, code_score(commented)
+
+
+LICENCE_HEADER = """/*
+ * Copyright 2024 The Example Authors. All rights reserved.
+ *
+ * Licensed under the Apache License, Version 2.0 (the "License"); you may not
+ * use this file except in compliance with the License. You may obtain a copy
+ * of the License at http://www.apache.org/licenses/LICENSE-2.0 and read it.
+ *
+ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+ * WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+ * License for the specific language governing permissions and limitations.
+ */
+"""
+
+
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        (
+            LICENCE_HEADER,
+            "package org.example;\n\npublic final class Ids {\n    static String next() {\n"
+            "        return UUID.randomUUID().toString();\n    }\n}\n",
+        ),
+        (
+            LICENCE_HEADER.replace("/*", "--[[", 1).replace(" */", "]]"),
+            "local M = {}\n\nfunction M.add(a, b)\n  return a + b\nend\n\nreturn M\n",
+        ),
+    ],
+    ids=["java", "lua"],
+)
+def test_a_licence_header_in_a_block_comment_does_not_hide_the_code(header: str, code: str) -> None:
+    # the header's " * ..." lines are inside the comment: neither prose nor code
+    assert code_score(header + code).score >= 0.5, code_score(header + code)
+
+
+def test_block_comments_alone_or_closed_on_their_line_leave_prose_prose() -> None:
+    # a mark closed on its own line mutes that line only; the sentence after it is prose
+    text = "(* draft *) Notes from the meeting\nWe agreed to meet again on Friday at noon.\n"
+    assert code_score(text).score < 0.5
+    assert code_score(LICENCE_HEADER).score < 0.5

@@ -164,6 +164,8 @@ _MIN_SHAPE = 3
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
 _COMMENT = re.compile(r"^\s*(?:#(?:\s|$)|//|/\*|--\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s)")
 _MUTE = 0.5  # what the line model says of a line too short to tell
+# block comments (opener, closer): a licence header's " * ..." lines are comment, not prose
+_BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("--[[", "]]"))
 _TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
 # English function words: a line made of them is a sentence, in any layout
 FUNCTION_WORDS = frozenset(
@@ -289,6 +291,15 @@ def _without_markers(lines: list[str]) -> list[tuple[str, bool]]:
     return stripped
 
 
+def _opened_block(line: str) -> str | None:
+    """The closer of the block comment ``line`` opens and leaves open, if it does."""
+    stripped = line.strip()
+    for opener, closer in _BLOCK_COMMENTS:
+        if stripped.startswith(opener) and closer not in stripped[len(opener) :]:
+            return closer
+    return None
+
+
 def screen_lines(text: str) -> list[tuple[str, bool]]:
     """The non-blank lines of ``text`` with what a screen adds in front of code removed,
     each with whether it followed a prompt."""
@@ -306,15 +317,22 @@ def code_score(text: str) -> CodeScore:
     Weighted: 0.6 share of code-like lines, 0.25 code punctuation density (saturating at
     6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
     share of sentence-like lines. The shares are of the lines that say something either
-    way: comment lines, and lines too short for the line model without a cue, are left out.
+    way: comment lines (a block comment's on every line up to its end), and lines too
+    short for the line model without a cue, are left out.
     """
     screen = screen_lines(text)
     if not screen:
         return CodeScore(0.0, None, 0)
     lines = [line for line, _ in screen]
     code_lines = strong_lines = prose_lines = mute_lines = 0
+    closer: str | None = None  # the end of the block comment the lines are in
     for line, prompted in screen:
-        if _COMMENT.match(line):
+        if closer is not None:
+            mute_lines += 1
+            closer = None if closer in line else closer
+            continue
+        closer = _opened_block(line)
+        if closer is not None or _COMMENT.match(line):
             mute_lines += 1  # a comment is prose in code: it says nothing either way
             continue
         cues = _line_cues(line) + prompted
