@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import orjson
@@ -76,7 +75,9 @@ def test_every_replay_id_is_found_through_envoy_and_on_every_processor(
         deciders = _deciders(shared_store_stack, set(decisions))
     assert set(deciders) == {"processor0", "processor1"}, deciders
 
-    admins = [f"http://{api.address}:{api.port}" for api in _router_apis(shared_store_stack)]
+    assert shared_store_stack.config.envoy is not None
+    apis = shared_store_stack.config.envoy.router_api
+    admins = [f"http://{api.address}:{api.port}" for api in apis]
     with httpx.Client(base_url=shared_store_stack.url, timeout=30.0) as client:
         for replay_id, decision in decisions.items():
             assert _found(client, replay_id)["decision"] == decision
@@ -84,17 +85,8 @@ def test_every_replay_id_is_found_through_envoy_and_on_every_processor(
                 direct = httpx.get(f"{admin}/v1/router/replay/{replay_id}", timeout=10.0)
                 assert direct.status_code == 200, (admin, replay_id, direct.text)
                 assert direct.json()["decision"] == decision
-    _deciders_settled(shared_store_stack, decisions)
-
-
-def _router_apis(stack: Stack) -> list[Any]:
-    assert stack.config.envoy is not None
-    return list(stack.config.envoy.router_api)
-
-
-def _deciders_settled(stack: Stack, decisions: dict[str, str]) -> None:
-    """Every request was decided by exactly one processor: none twice, none lost."""
-    deciders = _deciders(stack, set(decisions))
+    # every request was decided by exactly one processor: none twice, none lost
+    deciders = _deciders(shared_store_stack, set(decisions))
     assert sum(deciders.values()) == len(decisions), deciders
 
 
