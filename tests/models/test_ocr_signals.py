@@ -258,6 +258,38 @@ def test_ocr_stops_at_its_budget_and_says_so() -> None:
     assert "OCR stopped at its 1 ms budget" in result.error
 
 
+def test_an_image_that_outlasts_the_signal_costs_only_its_own_findings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first image's secret stands when the second is still being read as the signal
+    runs out of time: the signal answers at 95% of its timeout with what it has."""
+    config = _config()
+    config["signals"]["image_text"] = [{**signal, "timeout_ms": 2500} for signal in SIGNALS]
+    router = Router(compile_policy(parse_config(config), Resources()))
+    engine = _engine(router)
+    read = engine.read
+    with Image.open(IMAGES / "passport.png") as passport:
+        slow = passport.size
+
+    def stuck_on_the_passport(image: Image.Image, **options: Any) -> OcrResult:
+        if image.size == slow:  # held until the request lets go of it (at most 10 s)
+            options["stop"].wait(10)
+        return read(image, **options)
+
+    monkeypatch.setattr(engine, "read", stuck_on_the_passport)
+    decision = _decide(router, _fresh_png("code_with_key.png", 7), _fresh_png("passport.png", 8))
+    secrets = decision.results["image_text.secrets_in_screenshot"]
+    assert (secrets.matched, secrets.error) == (True, None)
+    assert secrets.latency_ms < 2500
+    read_key, not_read = secrets.value["images"]
+    assert read_key["findings"]["aws_access_key"] == 1
+    assert not_read == {"image": 1, "error": "not read within 2500 ms"}
+    # the unread passport is not evidence either way: no MRZ, and no failure of the signal
+    mrz = decision.results["image_text.passport_mrz"]
+    assert (mrz.matched, mrz.error) == (False, None)
+    engine.close()
+
+
 def _stop_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, boxes: int) -> None:
     """Make OCR run out of time after recognising ``boxes`` text boxes."""
     recognise = engine._recognise
@@ -515,6 +547,28 @@ def test_recogniser_quirks_are_normalised_for_the_detectors() -> None:
     assert normalise("a×b") == "axb"
     assert normalise('"s3"，') == '"s3",'
     assert normalise("“quoted”《") == '"quoted"<<'
+
+
+def test_a_band_read_with_a_quirk_verifies_without_a_second_look(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recogniser reads passport.png's document number ``C01×00T47``: normalised, the
+    first reading verifies, and the band is not read again (a second look costs ~1 s)."""
+    engine = _engine(router)
+    calls: list[str] = []
+    recognise = engine._recognise
+
+    def recording(crop: Any) -> tuple[str, float]:
+        text, confidence = recognise(crop)
+        calls.append(text)
+        return text, confidence
+
+    monkeypatch.setattr(engine, "_recognise", recording)
+    with Image.open(IMAGES / "passport.png") as passport:
+        result = engine.read(passport)
+    assert "C01X00T478UT0" in result.text
+    assert len(calls) == result.boxes  # each box read once
+    assert not any("×" in text for text in calls)
 
 
 def test_a_passport_is_decided_once_its_mrz_verifies_and_the_rest_of_the_page_is_not_read(

@@ -347,7 +347,9 @@ class OcrEngine:
     def _recognise(self, crop: UInt8Array) -> tuple[str, float]:
         """One text box read by the recogniser, at height 48 and its own width: a box
         narrower than rapidocr's 320 px is padded to the next multiple of 32 px (at least
-        64), not to 320 — a 2-digit line number costs a third as much."""
+        64), not to 320 — a 2-digit line number costs a third as much. The text comes back
+        ``normalise``d: every reading, a second look's too, is checked as the detectors will
+        read it (a raw ``C01×00T47`` fails the MRZ check that ``C01X00T47`` passes)."""
         recogniser = self._recogniser
         height, width = crop.shape[:2]
         ratio = width / max(height, 1)
@@ -361,7 +363,7 @@ class OcrEngine:
         ((text, confidence),) = recogniser.postprocess_op(
             predictions, False, wh_ratio_list=[ratio], max_wh_ratio=ratio_padded
         )
-        return str(text), float(confidence)
+        return normalise(str(text)), float(confidence)
 
     def _warm_up(self) -> None:
         """One tiny read, so the first request does not pay onnxruntime's first-run setup."""
@@ -427,7 +429,7 @@ def _result(
     part of an MRZ whose check digits pass: they prove it better than its confidence does
     (a TD1 line read at 0.45 whose every digit checks)."""
     lines = [
-        OcrLine(normalise(text), _scaled_box(boxes[index], scale), confidence,
+        OcrLine(text, _scaled_box(boxes[index], scale), confidence,
                 _text_height(boxes[index]) * scale)
         for index, (text, confidence) in readings.items()
         if index in proven or _kept(text, confidence, settings.min_confidence)

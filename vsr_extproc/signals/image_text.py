@@ -35,9 +35,12 @@ SSN, an MRZ) and read as a form — mostly short lines, not prose and not code.
 An image that fails to decode or to OCR is reported with its reason while the others are
 evaluated; when every image fails, the signal fails with those reasons and the rule's
 ``on_error`` applies. OCR cut short by its budget still counts what it read: a finding
-made stands. Finding nothing in part of an image fails that image, except for ``mrz``
-once every text box shaped like a machine-readable zone was read (OCR reads those first),
-so a slow page of prose or a spreadsheet is not mistaken for a passport by ``on_error``.
+made stands. So does one made before the signal's ``timeout_ms``: at 95% of it the signal
+answers with the images read by then, and an image still waiting for OCR (behind a slow
+one) is reported ``not read within`` its timeout. Finding nothing in part of an image
+fails that image, except for ``mrz`` once every text box shaped like a machine-readable
+zone was read (OCR reads those first), so a slow page of prose or a spreadsheet is not
+mistaken for a passport by ``on_error``.
 """
 
 from __future__ import annotations
@@ -352,6 +355,10 @@ def _reads_as_form(text: str) -> bool:
 # --- the signal -----------------------------------------------------------------------------
 
 
+# the share of its timeout after which the signal answers with the images read by then
+_ANSWER_AT = 0.95
+
+
 class ImageTextSignal(AsyncSignal):
     family: ClassVar[str] = "image_text"
 
@@ -375,7 +382,21 @@ class ImageTextSignal(AsyncSignal):
         images = inspected(evaluation, self.max_images)
         if not images:
             return Outcome(False, 0.0, {"images": []})
-        inspections = await asyncio.gather(*(self._inspect(evaluation, image) for image in images))
+        tasks = [asyncio.ensure_future(self._inspect(evaluation, image)) for image in images]
+        # answer with what is read just before the signal's own timeout, which would lose
+        # every image's findings to the slowest one's
+        try:
+            await asyncio.wait(tasks, timeout=self.timeout_s * _ANSWER_AT)
+        finally:
+            for task in tasks:
+                task.cancel()  # only the waits: the reads are shared and end with the request
+        timeout_ms = round(self.timeout_s * 1000)
+        inspections = [
+            task.result()
+            if task.done() and not task.cancelled()
+            else ({"image": image.index, "error": f"not read within {timeout_ms} ms"}, None)
+            for task, image in zip(tasks, images, strict=True)
+        ]
         errors = [_reason(report) for report, _ in inspections if "error" in report]
         if len(errors) == len(inspections):
             raise SignalError("; ".join(errors))
