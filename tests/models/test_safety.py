@@ -159,8 +159,8 @@ def test_benign_traffic_heavy_with_data_or_tokens_is_not_unsafe(
 def test_harmbench_and_pyrit_red_team_requests_are_caught(
     scored: tuple[list[dict[str, Any]], np.ndarray, float],
 ) -> None:
-    """HarmBench's behaviours and PyRIT's AI Red Team objectives (measured: 104 of 124 and
-    23 of 26). The issue's target, 0.85 at 2 % false positives over every source, is not
+    """HarmBench's behaviours and PyRIT's AI Red Team objectives (measured: 102 of 124 and
+    24 of 26). The issue's target, 0.85 at 2 % false positives over every source, is not
     met: see the README."""
     rows, scores, threshold = scored
     unsafe = np.asarray([row["label"] != "benign" for row in rows])

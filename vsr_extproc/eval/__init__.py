@@ -291,18 +291,30 @@ def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
     payloads it hides decoded whole)."""
     from vsr_extproc.signals.jailbreak import with_hidden_payloads
 
+    model = models.jailbreak_model
     scores = []
     for text in texts:
-        chunk_texts: list[str] = []
-        vectors = []
-        for part in with_hidden_payloads([text]):
-            pieces = models.encoder.chunk(part, models.window)
-            vectors.append(models.encoder.forward([piece.token_ids for piece in pieces]))
-            chunk_texts.extend(part[piece.start : piece.end] for piece in pieces)
-        scores.append(
-            float(models.jailbreak_model.chunk_scores(np.concatenate(vectors), chunk_texts).max())
-        )
+        chunk_texts, vectors = _chunked(models, with_hidden_payloads([text]))
+        wording = model.wording_scores(chunk_texts)
+        best = float(model.chunk_scores(vectors, chunk_texts, wording).max())
+        _, sentences = model.closer_look(vectors, wording)
+        if sentences:
+            pieces, own = _chunked(models, sentences)
+            best = max(best, float(model.chunk_scores(own, pieces).max()))
+        scores.append(best)
     return np.asarray(scores)
+
+
+def _chunked(models: TextModels, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The chunks of ``texts`` and their embeddings, one forward pass per text, as the
+    signals' shared embedding pass computes them."""
+    chunk_texts: list[str] = []
+    vectors = []
+    for text in texts:
+        pieces = models.encoder.chunk(text, models.window)
+        vectors.append(models.encoder.forward([piece.token_ids for piece in pieces]))
+        chunk_texts.extend(text[piece.start : piece.end] for piece in pieces)
+    return chunk_texts, np.concatenate(vectors)
 
 
 def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float]:
@@ -326,10 +338,13 @@ def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -
     computes it."""
     rows = []
     for text in texts:
-        pieces = models.encoder.chunk(text, models.window)
-        vectors = models.encoder.forward([piece.token_ids for piece in pieces])
-        chunk_texts = [text[piece.start : piece.end] for piece in pieces]
-        probabilities = model.chunk_probabilities(chunk_texts, vectors)
+        chunk_texts, vectors = _chunked(models, [text])
+        scored = model.chunk_probabilities(chunk_texts, vectors)
+        probabilities = scored.probabilities
+        for owner, sentence in zip(scored.owners, scored.sentences, strict=True):
+            pieces, own = _chunked(models, [sentence])
+            again = model.chunk_probabilities(pieces, own).probabilities
+            probabilities = model.riskier(probabilities, [owner] * len(pieces), again)
         rows.append(probabilities[int(np.argmax(probabilities.sum(axis=1)))])
     return np.asarray(rows)
 

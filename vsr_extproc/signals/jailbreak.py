@@ -28,6 +28,13 @@ payload it hides in an encoding too, and the request takes the maximum, so paddi
 attack with harmless words cannot dilute it into a pass. A payload is also decoded from
 the whole text before it is chunked and scored as a text of its own, so an encoding longer
 than a chunk (binary, ``\\u`` escapes) is read whole (``with_hidden_payloads``).
+
+A sentence is first scored with its chunk's meaning; one that shows a cue, or scores
+``CLOSER_LOOK`` that way, is then embedded and scored alone (``closer_look``): an
+instruction in a tool result shares its chunk with data (an address, a list of
+transactions) whose meaning would otherwise stand for it. Cues are also read through
+misspellings one edit away from their words (``iunstructions``) and through chat-template
+role markers placed inside a text (``<|im_start|>system``, ``###(system_message)``).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -59,6 +66,7 @@ from vsr_extproc.signals.texts import (
     TextScope,
     embed_texts,
     meaning_reading,
+    own_meanings,
     reading_budget,
     sentence_spans,
     shared_embedder,
@@ -77,6 +85,10 @@ REGULARISATION = 4.0  # C of the logistic model, chosen on the public corpora's 
 EVIDENCE_WORDS = 6
 NEAREST = (1, 5)
 SIMILARITY_SCALE = 4.0  # similarity features on the scale of the others
+# a sentence scoring this much with its chunk's meaning is scored with its own too
+# (public dev split: 15 sentences in 295 benign texts)
+CLOSER_LOOK = 0.3
+CLOSER_LOOKS = 16  # at most, the riskiest first: a long attack has many such sentences
 
 _TARGETS = (
     r"instructions?|rules|guidelines|directives?|prompts?|programming|polic(?:y|ies)|"
@@ -134,7 +146,16 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         r"\b(?:ai|assistant|model|llm|chatbot|agent|gpt|copilot)s?\s+(?:reading|processing|"
         r"summari[sz]ing|parsing|seeing|that reads)\s+this\b|\b(?:note|message|instruction|"
         r"attention)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|chatbot|"
-        r"agent)s?\b",
+        r"agent|bot)s?\b|\bwhen(?:ever)?\s+you\s+(?:process|summari[sz]e|parse|analy[sz]e|"
+        r"ingest)\s+this\b",
+        re.IGNORECASE,
+    ),
+    (
+        "role",  # a chat template's role markers, or a fake system header, inside a text
+        r"<\|(?:im_start|im_end|system|assistant|endoftext)\|>|<<\s*/?sys\s*>>|\[/?inst\]|"
+        r"</?(?:system|assistant)>|[(\[]\s*(?:system|assistant)(?:[_ ](?:message|prompt|"
+        r"note))?\s*[)\]]|#{2,}\s*\(?\s*(?:system|assistant)(?:[_ ]\w+)?|"
+        r"(?:^|\n)\s*system\s*(?:message|prompt|note)?\s*:",
         re.IGNORECASE,
     ),
     (
@@ -239,11 +260,74 @@ def _cues(text: str) -> set[str]:
     return {group for _, _, group in _cue_matches(text)}
 
 
+# the cues' longer words, which a misspelling hides from the patterns ("iunstructions")
+_CUE_WORDS = frozenset(
+    [
+        "ignore", "disregard", "forget", "discard", "bypass", "override", "abandon", "cancel",
+        "instructions", "instruction", "directives", "directive", "guidelines", "programming",
+        "policies", "constraints", "restrictions", "guardrails", "filters", "commands", "previous",
+        "preceding", "original", "initial", "system", "prompt", "reveal", "unfiltered",
+        "uncensored", "unrestricted", "developer", "jailbreak", "jailbroken",
+    ]
+)  # fmt: skip
+_CUE_WORD_KEYS: dict[str, str] = {}
+for _word in sorted(_CUE_WORDS):
+    for _key in {_word, *(_word[:i] + _word[i + 1 :] for i in range(len(_word)))}:
+        _CUE_WORD_KEYS.setdefault(_key, _word)
+_WORD = re.compile(r"[^\W\d_]{5,}")
+_GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _one_edit(word: str, target: str) -> bool:
+    """Whether ``word`` is ``target`` with one letter added, dropped, changed or two
+    neighbours swapped."""
+    if abs(len(word) - len(target)) > 1 or word == target:
+        return False
+    if len(word) == len(target):
+        differ = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+        return len(differ) == 1 or (
+            len(differ) == 2
+            and differ[1] == differ[0] + 1
+            and word[differ[0]] == target[differ[1]]
+            and word[differ[1]] == target[differ[0]]
+        )
+    short, long = sorted((word, target), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _respelled(text: str) -> str:
+    """``text`` with each word one edit away from a cue word (``_CUE_WORDS``) written as
+    that word, and words glued to the one before (``USAIgnore``, ``pleaseIgnore``) split:
+    a misspelt override (``Ignore your previous iunstructions``) reads as one."""
+
+    def respell(match: re.Match[str]) -> str:
+        word = match.group()
+        return _cue_word_near(word.lower()) or word
+
+    return _WORD.sub(respell, _GLUED.sub(" ", text))
+
+
+@lru_cache(maxsize=65_536)
+def _cue_word_near(word: str) -> str | None:
+    """The cue word ``word`` is one edit away from, if any (prose repeats its words)."""
+    if word in _CUE_WORDS:
+        return None
+    for key in (word, *(word[:i] + word[i + 1 :] for i in range(len(word)))):
+        target = _CUE_WORD_KEYS.get(key)
+        if target is None or word in (target + "s", target + "d") or target == word + "s":
+            continue  # nothing near, or a plural or past tense, not a misspelling
+        if _one_edit(word, target):
+            return target
+    return None
+
+
 def _decodings(text: str) -> list[str]:
     """Plain-text readings of payloads hidden in ``text``."""
     readings = [codecs.decode(text, "rot13"), text[::-1]]
     if (leet := text.translate(_LEET)) != text:
         readings.append(leet)
+    if (respelled := _respelled(text)) != text:
+        readings.append(respelled)
     for match in _BASE64.finditer(text):
         token = match.group()
         try:
@@ -450,12 +534,23 @@ class JailbreakModel:
                 self.memo.put(keys[index], wording)
         done = [row for row in rows if row is not None]
         owners = np.concatenate([np.full(len(row.logits), index) for index, row in enumerate(done)])
+        starts = np.cumsum([0, *(len(row.logits) for row in done)])[:-1]
         return WordingScores(
             owners,
             np.concatenate([row.logits for row in done]),
             len(chunks),
             tuple(row.cues for row in done),
             np.concatenate([row.evidence for row in done]),
+            np.concatenate([row.cued for row in done]),
+            np.asarray(
+                [
+                    start + at
+                    for start, row in zip(starts, done, strict=True)
+                    for at, _ in row.alone
+                ],
+                dtype=np.int64,
+            ),
+            tuple(text for row in done for _, text in row.alone),
         )
 
     def _wording_logits(self, chunks: list[str]) -> list[ChunkWording]:
@@ -467,25 +562,44 @@ class JailbreakModel:
             spans = sentence_spans(chunk)
             scored = [(s, e) for s, e in spans if e - s >= MIN_SENTENCE]
             layouts.append([(0, len(chunk)), *(scored if len(scored) > 1 else [])])
+        sentences = [
+            tuple((at, chunk[start:end]) for at, (start, end) in enumerate(layout[1:], 1))
+            for chunk, layout in zip(chunks, layouts, strict=True)
+        ]
         wording = self._wording_rows(layouts, chunks)
         logits = self.classifier.decision_function(self.design(wording))
         sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
         rows = [
-            ChunkWording(part, cues, weight)
-            for part, cues, weight in zip(
+            ChunkWording(part, cues, weight, cued, own)
+            for part, cues, weight, cued, own in zip(
                 np.split(np.asarray(logits, dtype=np.float64), sizes),
                 wording.chunk_cues,
                 np.split(wording.evidence, sizes),
+                np.split(wording.cues[:, :-1].any(axis=1), sizes),
+                sentences,
                 strict=True,
             )
         ]
         for index, readings in enumerate(wording.revealed):
             if readings:
                 decoded = self._wording_logits(list(readings))
+                # a decoded payload's sentences can be read alone too (the payload whole
+                # is, by ``with_hidden_payloads``)
+                starts = len(rows[index].logits) + np.cumsum([0, *(len(r.logits) for r in decoded)])
+                alone = [
+                    *rows[index].alone,
+                    *(
+                        (int(start) + at, text)
+                        for start, row in zip(starts[:-1], decoded, strict=True)
+                        for at, text in row.alone
+                    ),
+                ]
                 rows[index] = ChunkWording(
                     np.concatenate([rows[index].logits, *(row.logits for row in decoded)]),
                     rows[index].cues,
                     np.concatenate([rows[index].evidence, *(row.evidence for row in decoded)]),
+                    np.concatenate([rows[index].cued, *(row.cued for row in decoded)]),
+                    tuple(alone),
                 )
         return rows
 
@@ -581,13 +695,42 @@ class JailbreakModel:
     ) -> np.ndarray:
         """P(attack) of each chunk: the riskiest of the chunk and each of its sentences."""
         wording = wording or self.wording_scores(chunks)
+        scores = np.zeros(wording.chunks)
+        np.maximum.at(scores, wording.owners, self.row_scores(vectors, wording))
+        return scores
+
+    def row_scores(self, vectors: FloatArray, wording: WordingScores) -> np.ndarray:
+        """P(attack) of each scored row (chunks, their sentences, their decoded payloads),
+        every row with its chunk's embedding."""
         weights = self.classifier.coef_[0][-len(NEAREST) * 3 :]
         similarity = self.similarity(vectors) @ weights
         logits = wording.partial + wording.evidence * similarity[wording.owners]
-        probabilities = 1.0 / (1.0 + np.exp(-logits))
-        scores = np.zeros(wording.chunks)
-        np.maximum.at(scores, wording.owners, probabilities)
-        return scores
+        probabilities: np.ndarray = 1.0 / (1.0 + np.exp(-logits))
+        return probabilities
+
+    def closer_look(
+        self, vectors: FloatArray, wording: WordingScores
+    ) -> tuple[list[int], list[str]]:
+        """The sentences worth scoring with their own meaning, and their chunks: those
+        that show a cue (from the first one on) or score at least ``CLOSER_LOOK`` with
+        their chunk's. An instruction in a tool result shares its chunk with data (an
+        address, a list of transactions); read with the data's embedding its meaning is
+        the data's. At most ``CLOSER_LOOKS``, the riskiest first."""
+        rows = self.row_scores(vectors, wording)[wording.alone_rows]
+        chosen = np.flatnonzero((rows >= CLOSER_LOOK) | wording.cued[wording.alone_rows])
+        chosen = chosen[np.argsort(-rows[chosen], kind="stable")][:CLOSER_LOOKS]
+        owners = wording.owners[wording.alone_rows[chosen]]
+        return [int(owner) for owner in owners], [
+            _from_first_cue(wording.alone_texts[i]) for i in chosen
+        ]
+
+
+def _from_first_cue(sentence: str) -> str:
+    """``sentence`` from its first cue on: an instruction starts where its cue does
+    (``USA ###(system_message) Send …`` is read as ``###(system_message) Send …``)."""
+    starts = [start for start, _, _ in _cue_matches(sentence)]
+    start = min(starts, default=0)
+    return sentence[start:] if len(sentence) - start >= MIN_SENTENCE else sentence
 
 
 def _top_mean(cosines: npt.NDArray[Any], nearest: int) -> npt.NDArray[Any]:
@@ -619,11 +762,16 @@ class WordingScores:
     chunks: int
     cues: tuple[tuple[str, ...], ...]
     evidence: np.ndarray
+    cued: np.ndarray  # whether each row shows a cue
+    alone_rows: np.ndarray  # the rows that can be read alone: the chunks' sentences, and
+    #: their decoded payloads' sentences
+    alone_texts: tuple[str, ...]  # those rows' texts
 
     @classmethod
     def joined(cls, parts: list[WordingScores]) -> WordingScores:
         """The scores of consecutive groups of chunks, as one."""
         offsets = np.cumsum([0, *(part.chunks for part in parts)])
+        rows = np.cumsum([0, *(len(part.owners) for part in parts)])
         return cls(
             np.concatenate(
                 [part.owners + offset for part, offset in zip(parts, offsets[:-1], strict=True)]
@@ -632,16 +780,26 @@ class WordingScores:
             int(offsets[-1]),
             tuple(cue for part in parts for cue in part.cues),
             np.concatenate([part.evidence for part in parts]),
+            np.concatenate([part.cued for part in parts]),
+            np.concatenate(
+                [part.alone_rows + row for part, row in zip(parts, rows[:-1], strict=True)]
+            ),
+            tuple(sentence for part in parts for sentence in part.alone_texts),
         )
 
 
 @dataclass(frozen=True)
 class ChunkWording:
-    """One chunk's rows (the chunk, then its sentences): logits, evidence; its cue groups."""
+    """One chunk's rows (the chunk, then its sentences, then its decoded payloads):
+    logits, evidence; its cue groups; the rows that can be read alone."""
 
     logits: np.ndarray
     cues: tuple[str, ...]
     evidence: np.ndarray
+    cued: np.ndarray  # whether each row shows a cue in plain sight
+    #: the rows that can be read alone (``closer_look``), by row index, with their texts:
+    #: its sentences and its decoded payloads' sentences
+    alone: tuple[tuple[int, str], ...] = ()
 
 
 class JailbreakEntry(AsyncSignalEntry):
@@ -692,11 +850,19 @@ class JailbreakSignal(AsyncSignal):
         vectors = np.concatenate([e.vectors for e in embedded])
         pieces, partial = await wording
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
+        owners, sentences = self.model.closer_look(vectors, partial)
+        if sentences:
+            own = await own_meanings(evaluation, self.embedder, owners, sentences)
+            scores = await run_cpu(
+                self.model.chunk_scores, own.vectors, own.pieces, owner=evaluation
+            )
+            np.maximum.at(probabilities, own.owners, scores)
         riskiest = int(np.argmax(probabilities))
         score = float(probabilities[riskiest])
         value = {
             "score": round(score, 4),
             "chunks": len(pieces),
+            "sentences_read_alone": len(sentences),
             "riskiest_chunk": riskiest,
             "cues": list(partial.cues[riskiest]),
             "decoded_payloads": len(texts) - len(reading.texts),

@@ -33,6 +33,7 @@ other public corpora (``vsr-extproc eval safety``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -53,6 +54,7 @@ from vsr_extproc.signals.texts import (
     embed_texts,
     evidence,
     meaning_reading,
+    own_meanings,
     reading_budget,
     sentence_spans,
     shared_embedder,
@@ -95,6 +97,19 @@ SIMILARITY_SCALE = 2.0
 REGULARISATION = 1.0  # C of both logistic models, chosen on the public corpora's dev split
 SILENT = -4.0  # the logit of a text with no words: P(unsafe) 0.018
 REPORTED = 0.1  # categories at least this likely are listed in the trace
+# a sentence this unsafe with its chunk's meaning is scored with its own meaning too
+CLOSER_LOOK = 0.15
+CLOSER_LOOKS = 16  # at most, the riskiest first
+
+
+@dataclass(frozen=True)
+class ChunkProbabilities:
+    """``P(category)`` of each chunk (rows: chunks), and the sentences that are worth
+    scoring with their own embedding, with their chunks (``SafetyModel.chunk_probabilities``)."""
+
+    probabilities: npt.NDArray[np.float64]
+    owners: list[int]
+    sentences: list[str]
 
 
 @dataclass(frozen=True)
@@ -227,24 +242,49 @@ class SafetyModel:
         words, dense = self.features(texts, vectors, exclude)
         return hstack([words, csr_matrix(dense)]).tocsr()
 
-    def chunk_probabilities(
-        self, chunks: list[str], vectors: FloatArray
-    ) -> npt.NDArray[np.float64]:
-        """``P(category)`` of each chunk: its own, or its riskiest sentence's.
+    def chunk_probabilities(self, chunks: list[str], vectors: FloatArray) -> ChunkProbabilities:
+        """``P(category)`` of each chunk: its own, or its riskiest sentence's; and the
+        sentences worth a closer look.
 
         A chunk of several sentences is scored whole and sentence by sentence (each
         sentence with its own wording and the chunk's embedding), so a harmful request
-        that shares its chunk with harmless chatter is not diluted into a pass.
+        that shares its chunk with harmless chatter is not diluted into a pass. A sentence
+        that scores ``CLOSER_LOOK`` or more so is worth scoring with its own embedding
+        too (``riskier``): with the chatter's, its meaning is the chatter's.
         """
         texts: list[str] = []
         owners: list[int] = []
+        contexts: list[str | None] = []  # a sentence's neighbourhood, when a small part
         for index, chunk in enumerate(chunks):
-            sentences = [chunk[s:e] for s, e in sentence_spans(chunk) if e - s >= MIN_SENTENCE]
-            for text in [chunk, *(sentences if len(sentences) > 1 else [])]:
-                texts.append(text)
+            spans = sentence_spans(chunk)
+            scored = [k for k, (s, e) in enumerate(spans) if e - s >= MIN_SENTENCE]
+            texts.append(chunk)
+            owners.append(index)
+            contexts.append(None)
+            for k in scored if len(scored) > 1 else []:
+                start, end = spans[max(0, k - 1)][0], spans[min(len(spans) - 1, k + 1)][1]
+                texts.append(chunk[spans[k][0] : spans[k][1]])
                 owners.append(index)
+                contexts.append(chunk[start:end] if end - start <= len(chunk) / 2 else None)
         rows = self.probabilities(texts, vectors[owners])
-        result = np.zeros((len(chunks), len(self.categories)))
+        result = self.riskier(np.zeros((len(chunks), len(self.categories))), owners, rows)
+        unsafe = rows.sum(axis=1)
+        closer = [
+            i
+            for i in np.argsort(-unsafe, kind="stable")
+            if unsafe[i] >= CLOSER_LOOK and contexts[i] is not None
+        ][:CLOSER_LOOKS]
+        return ChunkProbabilities(
+            result, [owners[i] for i in closer], [str(contexts[i]) for i in closer]
+        )
+
+    @staticmethod
+    def riskier(
+        result: npt.NDArray[np.float64], owners: Sequence[int], rows: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """``result`` (chunks × categories) with each owner's row replaced by the riskier
+        (by P(unsafe)) of it and each of its ``rows``."""
+        result = result.copy()
         for row, owner in zip(rows, owners, strict=True):
             if row.sum() > result[owner].sum():
                 result[owner] = row
@@ -340,7 +380,16 @@ class SafetySignal(AsyncSignal):
                 for start, end in chunks.spans
             ]
             vectors = np.concatenate([e.vectors for e in embedded])
-            return await run_cpu(self.model.chunk_probabilities, pieces, vectors, owner=evaluation)
+            scored = await run_cpu(
+                self.model.chunk_probabilities, pieces, vectors, owner=evaluation
+            )
+            if not scored.sentences:
+                return scored.probabilities
+            own = await own_meanings(evaluation, self.embedder, scored.owners, scored.sentences)
+            again = await run_cpu(
+                self.model.chunk_probabilities, own.pieces, own.vectors, owner=evaluation
+            )
+            return self.model.riskier(scored.probabilities, own.owners, again.probabilities)
 
         # every safety entry of the request reads the same probabilities
         key = ("safety", id(self.model), self.scope, self.budget)

@@ -24,7 +24,7 @@ from vsr_extproc.core.signals import Evaluation
 from vsr_extproc.signals.base import Resources
 
 if TYPE_CHECKING:
-    from vsr_extproc.runtime.embedding import ChunkEmbeddings, Embedder
+    from vsr_extproc.runtime.embedding import ChunkEmbeddings, Embedder, FloatArray
 
 __all__ = [
     "MIN_SENTENCE",
@@ -33,6 +33,7 @@ __all__ = [
     "embed_texts",
     "evidence",
     "meaning_reading",
+    "own_meanings",
     "reading_budget",
     "scoped_reading",
     "sentence_spans",
@@ -206,3 +207,27 @@ async def embed_texts(
 
         results.append(evaluation.once(("embedding", id(embedder), text), compute))
     return list(await asyncio.gather(*results))
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnMeanings:
+    """Sentences embedded on their own: their pieces (a sentence longer than a window is
+    several), each piece's owner (the chunk its sentence came from) and embedding."""
+
+    owners: list[int]
+    pieces: list[str]
+    vectors: FloatArray
+
+
+async def own_meanings(
+    evaluation: Evaluation, embedder: Embedder, owners: Sequence[int], sentences: Sequence[str]
+) -> OwnMeanings:
+    """Each of ``sentences`` embedded on its own, through the request's shared embedding
+    pass (``embed_texts``): a signal's closer look at a sentence that scored high with the
+    meaning of the chunk around it."""
+    embedded = await embed_texts(evaluation, embedder, sentences)
+    return OwnMeanings(
+        [owner for owner, one in zip(owners, embedded, strict=True) for _ in one.spans],
+        [text[a:b] for text, one in zip(sentences, embedded, strict=True) for a, b in one.spans],
+        np.concatenate([one.vectors for one in embedded]),
+    )
