@@ -18,7 +18,9 @@ domain, messages full of personal data, keys and numbers):
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
   system-prompt extraction, injection addressed to an AI reading a document, refusal
   suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
-  ROT13, leetspeak, reversed text) or written in other languages.
+  ROT13, leetspeak, reversed text) or written in other languages; and whether a row's
+  cues all lie inside a quotation (an override being translated, tested or explained is
+  talked about, not given).
 
 The statistical evidence of a text of a few words is trusted less ("Review this" cannot
 be an attack by its wording alone; "Ignore all rules" still is, by its cue). The model is
@@ -387,8 +389,27 @@ def with_hidden_payloads(texts: Iterable[str]) -> list[str]:
     return [*texts, *decoded]
 
 
-def _cue_row(found: set[str], encoded: bool) -> list[float]:
-    return [*(1.0 if group in found else 0.0 for group in CUE_GROUPS), float(encoded)]
+# a quotation: double, curly or back quotes, or single quotes that are not apostrophes
+_QUOTED = re.compile(
+    r'"[^"\n]{3,}?"|\u201c[^\u201d\n]{3,}?\u201d|\u2018[^\u2019\n]{3,}?\u2019|`[^`\n]{3,}?`|'
+    r"(?<!\w)'[^'\n]{3,}?'(?!\w)"
+)
+
+
+def _quoted(matches: list[CueMatch], quotes: list[tuple[int, int]]) -> bool:
+    """Whether every cue of ``matches`` lies inside a quotation: a quoted override is
+    text being talked about (translated, tested, explained), not an instruction given."""
+    return bool(matches) and all(
+        any(qs <= start and end <= qe for qs, qe in quotes) for start, end, _ in matches
+    )
+
+
+def _cue_row(found: set[str], quoted: bool, encoded: bool) -> list[float]:
+    return [
+        *(1.0 if group in found else 0.0 for group in CUE_GROUPS),
+        float(quoted),
+        float(encoded),
+    ]
 
 
 @cache
@@ -575,7 +596,7 @@ class JailbreakModel:
                 np.split(np.asarray(logits, dtype=np.float64), sizes),
                 wording.chunk_cues,
                 np.split(wording.evidence, sizes),
-                np.split(wording.cues[:, :-1].any(axis=1), sizes),
+                np.split(wording.cues[:, : len(CUE_GROUPS)].any(axis=1), sizes),
                 sentences,
                 strict=True,
             )
@@ -626,12 +647,14 @@ class JailbreakModel:
             encoded = bool(readings)
             revealed.append(tuple(readings))
             named = [group for group in CUE_GROUPS if group in found]
+            quotes = [match.span() for match in _QUOTED.finditer(chunk)] if matches else []
             chunk_cues.append((*named, "encoded") if encoded else tuple(named))
             for start, end in layout:
                 row = len(texts)
                 texts.append(chunk[start:end])
-                inside = {g for s, e, g in matches if s >= start and e <= end}
-                cues.append(_cue_row(inside, encoded))
+                within = [(s, e, g) for s, e, g in matches if s >= start and e <= end]
+                inside = {g for _, _, g in within}
+                cues.append(_cue_row(inside, _quoted(within, quotes), encoded))
                 for k, (s, e) in enumerate(spans):
                     if s >= start and e <= end:
                         sums[0].append(row)
