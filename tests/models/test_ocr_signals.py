@@ -304,19 +304,25 @@ def _stop_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, boxes: int) 
     monkeypatch.setattr(engine, "_recognise", limited)
 
 
-def test_a_budget_that_runs_out_keeps_the_secret_already_read(
-    router: Router, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    engine = _engine(router)
-    order: list[str] = []
+def _recorded(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts ``engine`` recognises from now on, in the order it reads its boxes."""
+    texts: list[str] = []
     recognise = engine._recognise
 
     def recording(crop: Any) -> tuple[str, float]:
         text, confidence = recognise(crop)
-        order.append(text)
+        texts.append(text)
         return text, confidence
 
     monkeypatch.setattr(engine, "_recognise", recording)
+    return texts
+
+
+def test_a_budget_that_runs_out_keeps_the_secret_already_read(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _engine(router)
+    order = _recorded(engine, monkeypatch)
     whole = engine.read(Image.open(IMAGES / "code_with_key.png"))
     monkeypatch.undo()
     assert whole.complete
@@ -555,15 +561,7 @@ def test_a_band_read_with_a_quirk_verifies_without_a_second_look(
     """The recogniser reads passport.png's document number ``C01×00T47``: normalised, the
     first reading verifies, and the band is not read again (a second look costs ~1 s)."""
     engine = _engine(router)
-    calls: list[str] = []
-    recognise = engine._recognise
-
-    def recording(crop: Any) -> tuple[str, float]:
-        text, confidence = recognise(crop)
-        calls.append(text)
-        return text, confidence
-
-    monkeypatch.setattr(engine, "_recognise", recording)
+    calls = _recorded(engine, monkeypatch)
     with Image.open(IMAGES / "passport.png") as passport:
         result = engine.read(passport)
     assert "C01X00T478UT0" in result.text

@@ -341,8 +341,8 @@ def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -
         chunk_texts, vectors = _chunked(models, [text])
         scored = model.chunk_probabilities(chunk_texts, vectors)
         probabilities = scored.probabilities
-        for owner, sentence in zip(scored.owners, scored.sentences, strict=True):
-            pieces, own = _chunked(models, [sentence])
+        for owner, neighbourhood in zip(scored.owners, scored.neighbourhoods, strict=True):
+            pieces, own = _chunked(models, [neighbourhood])
             again = model.chunk_probabilities(pieces, own).probabilities
             probabilities = model.riskier(probabilities, [owner] * len(pieces), again)
         rows.append(probabilities[int(np.argmax(probabilities.sum(axis=1)))])

@@ -104,12 +104,13 @@ CLOSER_LOOKS = 16  # at most, the riskiest first
 
 @dataclass(frozen=True)
 class ChunkProbabilities:
-    """``P(category)`` of each chunk (rows: chunks), and the sentences that are worth
-    scoring with their own embedding, with their chunks (``SafetyModel.chunk_probabilities``)."""
+    """``P(category)`` of each chunk (rows: chunks), and the risky sentences' neighbourhoods
+    (the sentence with the one before and after) worth scoring with their own embedding,
+    with their chunks (``SafetyModel.chunk_probabilities``)."""
 
     probabilities: npt.NDArray[np.float64]
     owners: list[int]
-    sentences: list[str]
+    neighbourhoods: list[str]
 
 
 @dataclass(frozen=True)
@@ -383,9 +384,11 @@ class SafetySignal(AsyncSignal):
             scored = await run_cpu(
                 self.model.chunk_probabilities, pieces, vectors, owner=evaluation
             )
-            if not scored.sentences:
+            if not scored.neighbourhoods:
                 return scored.probabilities
-            own = await own_meanings(evaluation, self.embedder, scored.owners, scored.sentences)
+            own = await own_meanings(
+                evaluation, self.embedder, scored.owners, scored.neighbourhoods
+            )
             again = await run_cpu(
                 self.model.chunk_probabilities, own.pieces, own.vectors, owner=evaluation
             )
