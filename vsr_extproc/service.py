@@ -309,6 +309,9 @@ def needs_restart(running: RouterConfig, loaded: RouterConfig) -> list[str]:
     if loaded.responses.enabled != running.responses.enabled:
         # Envoy sends answers to the processor only if its bootstrap says so
         changed.append("responses.enabled (regenerate the Envoy config)")
+    elif bool(loaded.responses.decisions) != bool(running.responses.decisions):
+        # Envoy buffers JSON answers for response decisions only if its config allows it
+        changed.append("responses.decisions (regenerate the Envoy config)")
     return changed
 
 

@@ -317,3 +317,41 @@ def test_explain_is_not_served_on_a_listener_that_did_not_ask_for_it(
     assert "admin port" in explained.json()["error"]["message"]
     # the rest of the router's API is refused by Envoy too, never passed to a model
     assert http.get("/v1/router/anything").status_code == 404
+
+
+# --- answers only measured: Envoy sends the first chunk without waiting for the headers'
+# reply (no response decision ever asks it to buffer), and nothing is lost or held
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
+    document["responses"] = {"enabled": True}
+    running = start_stack(document, tmp_path_factory.mktemp("measured"))
+    yield running
+    running.stop()
+
+
+def test_measured_answers_pass_unchanged_and_are_counted(measured: Stack) -> None:
+    bootstrap = yaml.safe_load(measured.envoy_config.read_text())
+    hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    ext_proc = hcm["typed_config"]["http_filters"][0]["typed_config"]
+    assert ext_proc["send_body_without_waiting_for_header_response"] is True
+    route = {"model": "general", "decision": "general_chat"}
+    before = _metric(measured, "vsr_answers_total", **route, status="2xx")
+    first_tokens = _metric(measured, "gen_ai_server_time_to_first_token_seconds_count", **route)
+    script = {"content": f"A calm answer, key {AWS_KEY}. " * 20, "chunks": 12, "identity": False}
+    with httpx.Client(base_url=measured.url, timeout=30.0) as http:
+        streamed = _chat(http, stream=True, **script)
+        answer = _chat(http, content="a plain JSON answer")
+        failed = _chat(http, status=503)
+        big = _chat(http, stream=True, content="big", size_bytes=2 * 1024 * 1024, chunks=100)
+    assert streamed.status_code == answer.status_code == big.status_code == 200
+    # only measured: the key is not this config's business, every byte arrives as sent
+    assert _content(streamed.text) == script["content"]
+    assert answer.json()["choices"][0]["message"]["content"] == "a plain JSON answer"
+    assert failed.status_code == 503
+    assert len(_content(big.text)) == 2 * 1024 * 1024
+    assert _settled(measured, "vsr_answers_total", before + 3, **route, status="2xx") == before + 3
+    moved = _metric(measured, "gen_ai_server_time_to_first_token_seconds_count", **route)
+    assert moved == first_tokens + 2

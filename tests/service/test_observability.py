@@ -363,3 +363,10 @@ async def test_debug_and_reload_settings_apply_on_reload_the_rest_is_named(
         "server",
         "responses.enabled (regenerate the Envoy config)",
     ]
+    measured = loaded.model_copy(
+        update={"responses": loaded.responses.model_copy(update={"decisions": ()})}
+    )
+    assert needs_restart(service.config, measured) == [
+        "server",
+        "responses.decisions (regenerate the Envoy config)",
+    ]

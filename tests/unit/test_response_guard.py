@@ -216,6 +216,21 @@ def test_json_answers_are_blocked_redacted_or_annotated() -> None:
     assert plan.headers == (("x-agent-acted", "yes"),)
 
 
+def test_a_json_answer_streamed_where_it_should_be_buffered_leaves_only_when_read() -> None:
+    """An Envoy started before a reload added response decisions streams JSON answers in
+    parts; none of them may leave before the guards have read the whole."""
+    exchange = ResponseExchange(_policy(REDACT_SECRETS), REQUEST)
+    assert exchange.on_headers(JSON_HEADERS).buffered
+    body = _completion(f"the key is {AWS_KEY}, keep it safe")
+    cut = body.index(AWS_KEY.encode()) + 6
+    assert exchange.on_body(body[:cut], False).body == b""
+    last = exchange.on_body(body[cut:], True).body
+    assert last is not None
+    assert orjson.loads(last)["choices"][0]["message"]["content"] == (
+        "the key is <SECRET_1>, keep it safe"
+    )
+
+
 def test_usage_comes_from_the_answer_or_is_estimated_and_marked() -> None:
     exchange = ResponseExchange(_policy(), REQUEST)
     assert not exchange.on_headers(JSON_HEADERS).buffered  # only measured: streamed through

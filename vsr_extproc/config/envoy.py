@@ -303,9 +303,13 @@ def _listener(
 
 def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
     answers: dict[str, Any] = {}
-    if config.responses.enabled:
+    if config.responses.enabled and config.responses.decisions:
         # a JSON answer that a response decision reads is buffered instead of streamed
         answers["allow_mode_override"] = True
+    elif config.responses.enabled:
+        # answers are only measured, never buffered: the first chunk leaves for the
+        # processor with the headers instead of one round trip after them
+        answers["send_body_without_waiting_for_header_response"] = True
     return _typed(
         "filters.http.ext_proc.v3.ExternalProcessor",
         grpc_service={

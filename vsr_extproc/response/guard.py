@@ -254,7 +254,10 @@ class ResponseExchange:
             return BodyPlan()
         self._json += data
         if not end:
-            return BodyPlan()  # buffered mode hands the body over once, at its end
+            # Buffered mode hands the body over once, at its end. An Envoy whose config
+            # predates the response decisions streams it instead: hold every part back
+            # until the guards have read the whole.
+            return BodyPlan(b"" if self._buffered else None)
         now = self.clock()
         self.first_token_at = self.last_token_at = now
         try:
