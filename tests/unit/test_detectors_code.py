@@ -361,6 +361,37 @@ def load(path):
     assert code_score(commented).score >= 0.5, code_score(commented)
 
 
+def test_messages_in_string_literals_do_not_count_as_prose() -> None:
+    """A script that talks to its user: each message is a sentence, each line a command."""
+    script = """#!/bin/sh
+backup_dir=/var/backups/site
+echo "Starting the nightly backup of the site database now"
+tar czf site.tar.gz /srv/site
+echo "The archive is written, copying it to the backup host"
+printf "Copied %s to the remote host without any errors\\n" site.tar.gz
+echo "Everything finished, you can close this window safely"
+"""
+    assert code_score(script).score >= 0.5, code_score(script)
+    # the same sentences without a command before them are still prose
+    said = "\n".join(f'She said "{line}" and left.' for line in (
+        "the backup of the site database starts tonight at nine",
+        "the archive will be copied to the backup host after that",
+        "everything should be finished before you come back tomorrow",
+    ))  # fmt: skip
+    assert code_score(said).score < 0.5, code_score(said)
+    # as OCR reads it, the space before the quote lost
+    assert code_score(script.replace('echo "', 'echo"')).score >= 0.5
+
+
+def test_a_comment_after_the_code_on_its_line_does_not_make_it_prose() -> None:
+    commented = """retries = 3  # how many times a failed request is tried again before giving up.
+timeout = 30  # seconds to wait for the server to answer one single request.
+backoff = 2.5  # the factor by which the wait grows after every failed try.
+verbose = False  # print every request and answer when this is switched on.
+"""
+    assert code_score(commented).score >= 0.5, code_score(commented)
+
+
 LICENCE_HEADER = """/*
  * Copyright 2024 The Example Authors. All rights reserved.
  *

@@ -85,7 +85,7 @@ _LINE_CUES = tuple(
         r"^\s*(?:object|trait|case\s+class|sealed\s+trait|defmodule|defp|defmacro)\s+[\w.]+",
         r"^\s*def\s+[\w?!.]+(?:\s*\(.*\))?\s*(?:do|=.*|\{)?\s*$",
         r"^\s*(?:class|module)\s+[A-Z][\w:]*(?:\s*<\s*[\w:]+)?\s*$",
-        r"\|>|\bdo\s*\|[\w, ]+\||^\s*(?:require(?:_relative)?|puts|echo|printf)\s+\S",
+        r"\|>|\bdo\s*\|[\w, ]+\||^\s*(?:require(?:_relative)?|puts|echo|printf)(?:\s+\S|[\"'])",
         r"^\s*(?:my|our)\s+[$@%]\w+|^\s*sub\s+\w+\s*\{|^\s*use\s+[\w:]+.*;\s*$",
         r"^\s*(?:if|while|until|elif)\s+\[\[?\s|^\s*(?:for|select)\s+\w+\s+in\s",
         # names only code writes: camelCase, snake_case, :atoms, $variables, @fields;
@@ -112,6 +112,12 @@ _MARGIN_SHARE = 0.5
 _WORD = re.compile(r"(?<![\w.])[A-Za-z\u00c0-\u024f']+(?![\w(]|\.\w)")
 _CODE_PUNCTUATION = frozenset("{}()[];=<>")
 _SENTENCE_END = re.compile(r"[.!?:,\"')]\s*$")
+# a string literal in double quotes, or in single quotes that no letter touches outside
+# (an apostrophe, "don't", is not one)
+_STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|(?<!\w)\'(?:[^\'\\]|\\.)*\'(?!\w)')
+_GLUED_LITERAL = re.compile(r'(?<=[\w(=,])"(?:[^"\\]|\\.)*"')
+# a comment after code on the same line (``//`` or ``#`` after a space, then a space)
+_TRAILING_COMMENT = re.compile(r"(?<=\S)\s+(?://|#)(?:\s.*)?$")
 
 _LANGUAGE_MARKERS: dict[str, re.Pattern[str]] = {
     language: re.compile(pattern, re.MULTILINE)
@@ -238,9 +244,19 @@ def line_code_probability(line: str) -> float:
 
 
 def _is_prose_line(line: str, cues: int) -> bool:
-    """Many words, mostly letters, and at most one weak code cue: a sentence or verse."""
+    """Many words, mostly letters, and at most one weak code cue: a sentence or verse.
+
+    What stands in a string literal or a trailing comment is the program's prose, not the
+    line's: ``echo "Number is greater than 10"`` is a command, ``x.y  // Test comment`` an
+    expression. A string literal counts as one on a line with a cue, or where it is glued
+    to what precedes it (``echo"…"`` as OCR reads it, ``print("…")``), which prose never
+    does; elsewhere quotes are as likely a sentence's."""
+    if cues >= 2:
+        return False
+    line = _TRAILING_COMMENT.sub("", line)
+    line = (_STRING_LITERAL if cues else _GLUED_LITERAL).sub('""', line)
     words = _WORD.findall(line)
-    if cues >= 2 or len(words) < 5:
+    if len(words) < 5:
         return False
     letters = sum(len(word) for word in words)
     visible = sum(not char.isspace() for char in line)
