@@ -49,3 +49,22 @@ def test_the_gazetteer_reads_names_and_leaves_words_that_are_also_names(
     gazetteer: Gazetteer, text: str, names: list[str]
 ) -> None:
     assert _spans(text, gazetteer.names(text)) == names
+
+
+def test_the_model_reads_only_the_sentences_that_may_hold_a_name() -> None:
+    from vsr_extproc.runtime.entities import name_runs
+
+    text = (
+        "What is the 4% rule for retirement withdrawals? How do SSRIs work and how long "
+        "before they help? Please ask Abderrahman Kempers to call me back. He knows the TSH "
+        "results.\nEser: Remember me?\nWhy does the sky look blue. ARAYA INDUSTRIAL will "
+        "ship it. Mr. Smith signed."
+    )
+    read = [text[start:end] for start, end in name_runs(text)]
+    assert read == [
+        " Please ask Abderrahman Kempers to call me back.",
+        "Eser: Remember me?",
+        " ARAYA INDUSTRIAL will ship it. Mr. Smith signed.",
+    ]
+    # a sentence whose only capital opens it, acronyms of up to four letters and "I" aside
+    assert name_runs("What do I do when my TSH is high? The doctor said to wait.") == []

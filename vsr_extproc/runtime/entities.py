@@ -171,28 +171,39 @@ class EntityModel:
         return list(found)
 
     def find_many(self, texts: Iterable[str]) -> list[list[Finding]]:
+        """The names in each text. The cue and the gazetteer read all of it; the model
+        reads only the runs of sentences that may hold a name (``may_hold_names``)."""
         texts = list(texts)
         pieces = [(index, start) for index, text in enumerate(texts) for start in _starts(text)]
+        runs = [
+            (index, start + run_start, start + run_end)
+            for index, start in pieces
+            for run_start, run_end in name_runs(texts[index][start : start + PIECE_CHARS])
+        ]
         with self.lock:  # the signals' thread, redaction and the replay recorder share it
-            docs = list(
-                self.nlp.pipe(texts[index][start : start + PIECE_CHARS] for index, start in pieces)
-            )
+            docs = list(self.nlp.pipe(texts[index][start:end] for index, start, end in runs))
         found: list[list[Finding]] = [[] for _ in texts]
-        for (index, offset), doc in zip(pieces, docs, strict=True):
-            cued = _cued_names(doc.text)
+        cued_by_piece: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for index, offset in pieces:
+            piece = texts[index][offset : offset + PIECE_CHARS]
+            cued = _cued_names(piece)
+            listed = self.gazetteer.names(piece) if self.gazetteer is not None else []
             found[index] += [
                 Finding(FindingType.PERSON, offset + s, offset + e, 0.7, "cue") for s, e in cued
             ]
-            listed = self.gazetteer.names(doc.text) if self.gazetteer is not None else []
             found[index] += [
                 Finding(FindingType.PERSON, offset + s, offset + e, 0.6, "gazetteer")
                 for s, e in listed
             ]
+            cued_by_piece[index, offset] = [(offset + s, offset + e) for s, e in [*cued, *listed]]
+        for (index, offset, _), doc in zip(runs, docs, strict=True):
+            piece_start = offset - (offset % PIECE_CHARS)
+            cued = [(s - offset, e - offset) for s, e in cued_by_piece[index, piece_start]]
             for entity in doc.ents:
                 kind = _LABELS.get(entity.label_)
                 if kind is None or not _plausible(entity.text):
                     continue
-                if any(s <= entity.start_char < e for s, e in [*cued, *listed]):
+                if any(s <= entity.start_char < e for s, e in cued):
                     kind = FindingType.PERSON  # "Dear Roelien": a person, not a company
                 confidence = 0.8 if len(entity) > 1 else 0.6
                 if kind is FindingType.ORGANIZATION and _ACRONYM.fullmatch(entity.text):
@@ -201,13 +212,55 @@ class EntityModel:
                 if entity.text.endswith(("'s", "’s")):
                     end -= 2  # "Maria Gonzalez's refund": the name, not its possessive
                 found[index].append(Finding(kind, start, end, confidence, "ner"))
+        for index, text in enumerate(texts):
             found[index] = [
-                _without_apartment(finding, text=doc.text, offset=offset)
+                _without_apartment(finding, text=text)
                 for finding in found[index]
                 if finding.type is not FindingType.PERSON
-                or not _a_place_or_company(doc.text, finding.start - offset, finding.end - offset)
+                or not _a_place_or_company(text, finding.start, finding.end)
             ]
         return found
+
+
+# A sentence ends at a line break, or at . ! ? before a space — not after a title
+_SENTENCE_END = re.compile(
+    r"\n|(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bJr)(?<!\bSr)(?<!\bProf)"
+    r"(?<!\b[A-Z])[.!?]+(?=\s)"
+)
+
+
+def may_hold_names(sentence: str) -> bool:
+    """Whether the named-entity model could find a name in ``sentence``: a capitalised word
+    with lower case in it (``Kempers``, ``McDonald``; not an acronym such as ``SSRIs``), or
+    one in capitals of five letters or more (``ARAYA``), after its first word. The first
+    word's capital is spelling's, not a name's; a name that opens a sentence is the
+    gazetteer's and the cues' to find. Every name the model reports has a capital in it
+    (``_plausible``). A first word before a colon is a speaker's label (``Eser: What a
+    wife.``) and counts like the others."""
+    words = list(_WORD.finditer(sentence))
+    speaker = bool(words) and sentence.startswith(":", words[0].end())
+    for match in words if speaker else words[1:]:
+        word = match.group()
+        if _ACRONYM.fullmatch(word):
+            continue  # TSH, SSRIs: terms, and at most a weak company (see ``find_many``)
+        if word[0].isupper() and (len(word) >= 5 or any(char.islower() for char in word)):
+            return True
+    return False
+
+
+def name_runs(text: str) -> list[tuple[int, int]]:
+    """The runs of consecutive sentences of ``text`` that may hold a name, as spans: what
+    the model reads of it (ordinary prose without names costs it nothing)."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for end in [*(match.end() for match in _SENTENCE_END.finditer(text)), len(text)]:
+        if end > start and may_hold_names(text[start:end]):
+            if runs and not text[runs[-1][1] : start].strip():
+                runs[-1] = (runs[-1][0], end)
+            else:
+                runs.append((start, end))
+        start = end
+    return runs
 
 
 # A street word or a company's legal form: the words that end a place's or a company's
@@ -243,13 +296,13 @@ def _a_place_or_company(text: str, start: int, end: int) -> bool:
     )
 
 
-def _without_apartment(finding: Finding, *, text: str, offset: int) -> Finding:
+def _without_apartment(finding: Finding, *, text: str) -> Finding:
     if finding.type is not FindingType.PERSON:
         return finding
-    cut = _APARTMENT.search(text, 0, finding.end - offset)
-    if cut is None or cut.start() < finding.start - offset:
+    cut = _APARTMENT.search(text, 0, finding.end)
+    if cut is None or cut.start() < finding.start:
         return finding
-    return dataclasses.replace(finding, end=offset + cut.start())
+    return dataclasses.replace(finding, end=cut.start())
 
 
 def _cued_names(text: str) -> list[tuple[int, int]]:
