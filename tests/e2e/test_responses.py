@@ -346,12 +346,15 @@ def test_measured_answers_pass_unchanged_and_are_counted(measured: Stack) -> Non
         answer = _chat(http, content="a plain JSON answer")
         failed = _chat(http, status=503)
         big = _chat(http, stream=True, content="big", size_bytes=2 * 1024 * 1024, chunks=100)
+        zipped = _chat(http, stream=True, gzip=True, content="a gzip-encoded stream", chunks=3)
     assert streamed.status_code == answer.status_code == big.status_code == 200
     # only measured: the key is not this config's business, every byte arrives as sent
     assert _content(streamed.text) == script["content"]
     assert answer.json()["choices"][0]["message"]["content"] == "a plain JSON answer"
     assert failed.status_code == 503
     assert len(_content(big.text)) == 2 * 1024 * 1024
-    assert _settled(measured, "vsr_answers_total", before + 3, **route, status="2xx") == before + 3
+    assert zipped.status_code == 200
+    assert _content(zipped.text) == "a gzip-encoded stream"
+    assert _settled(measured, "vsr_answers_total", before + 4, **route, status="2xx") == before + 4
     moved = _metric(measured, "gen_ai_server_time_to_first_token_seconds_count", **route)
-    assert moved == first_tokens + 2
+    assert moved == first_tokens + 3
