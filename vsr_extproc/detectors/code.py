@@ -248,9 +248,9 @@ def _is_prose_line(line: str, cues: int) -> bool:
 
     What stands in a string literal or a trailing comment is the program's prose, not the
     line's: ``echo "Number is greater than 10"`` is a command, ``x.y  // Test comment`` an
-    expression. A string literal counts as one on a line with a cue, or where it is glued
-    to what precedes it (``echo"…"`` as OCR reads it, ``print("…")``), which prose never
-    does; elsewhere quotes are as likely a sentence's."""
+    expression. A quotation is taken for a string literal on a line with a cue, or where
+    it is glued to what precedes it (``echo"…"`` as OCR reads it, ``print("…")``), which
+    prose never does; elsewhere quotes are as likely a sentence's."""
     if cues >= 2:
         return False
     line = _TRAILING_COMMENT.sub("", line)
