@@ -291,11 +291,13 @@ class OcrEngine:
     ) -> dict[int, tuple[str, float]]:
         """The MRZ band's readings once they verify (its first reading, or the first that
         verifies of further looks), or nothing. The band is read again, differently, when
-        its first reading looks like an MRZ (``_looks_like_mrz``) but does not verify:
-        stretched across (1.5×, 1.75×, 2×, 1.25×), sharpened, binarised, contrast-equalised,
-        then in two halves. After each look, every combination of the lines' readings so
-        far is checked (a TD1 card may need its first line from one look and its second
-        from another).
+        its first reading looks like an MRZ (``_looks_like_mrz``) but does not verify, or
+        when the band is of a zone's size (two or three lines) and a line shows a run of
+        alike glyphs (``filler_run``), whatever it was read as:
+        with the fillers counted by their shape, stretched across (1.5×, 1.75×, 2×, 1.25×),
+        sharpened, binarised, contrast-equalised, then in two halves. After each look,
+        every combination of the lines' readings so far is checked (a TD1 card may need its
+        first line from one look and its second from another).
 
         Stretching is the look that counts. The recogniser drops characters of an MRZ's
         evenly spaced OCR-B glyphs (``8302113`` read ``832113``); given more width per
@@ -307,10 +309,14 @@ class OcrEngine:
         if self.mrz_check is None or not readings:
             return {}
         first = "\n".join(text for text, _ in readings.values())
-        if not _looks_like_mrz(first):
-            return {}
-        if self.mrz_check(first):
+        if _looks_like_mrz(first) and self.mrz_check(first):
             return dict(readings)
+        if not _looks_like_mrz(first) and not (
+            # a band of a zone's size only: a screenshot's many equal lines with "====" in
+            # them would otherwise spend the image's budget on looks that cannot verify
+            len(quads) <= 3 and any(filler_run(_crop(pixels, quad)) for quad in quads)
+        ):
+            return {}
         crops = [_crop(pixels, quad) for quad in quads]
         seen: list[dict[str, tuple[str, float]]] = [
             {text: (text, conf)} for text, conf in readings.values()
@@ -320,7 +326,8 @@ class OcrEngine:
             for crop, line in zip(crops, seen, strict=True):
                 check()
                 reading = look(self._recognise, crop)
-                line.setdefault(reading[0], reading)
+                if reading[0]:
+                    line.setdefault(reading[0], reading)
             verified = self._verified_combination(seen, tried)
             if verified is not None:
                 return dict(zip(readings, verified, strict=True))
@@ -333,7 +340,12 @@ class OcrEngine:
         (at most ``_MAX_COMBINATIONS`` checks a look: a check costs about a millisecond)."""
         assert self.mrz_check is not None
         checks = 0
-        for combination in itertools.product(*(line.values() for line in seen)):
+        # a reading that looks like an MRZ line first: a card's name line verifies as
+        # anything, and should be kept as its fillers say it is
+        lines = [
+            sorted(line.values(), key=lambda read: not _looks_like_mrz(read[0])) for line in seen
+        ]
+        for combination in itertools.product(*lines):
             if combination in tried:
                 continue
             if checks == _MAX_COMBINATIONS:
@@ -635,6 +647,66 @@ def _stretched(factor: float) -> Callable[[Recognise, UInt8Array], tuple[str, fl
     return look
 
 
+_FILLER_RUN = 4  # alike glyphs in a row, at least, to be read as fillers by their shape
+_ALIKE = 0.8  # correlation of two glyphs' shapes (16×12, binarised) to count as the same
+
+
+def filler_run(crop: UInt8Array) -> tuple[int, int, int] | None:
+    """The longest run of at least ``_FILLER_RUN`` alike glyphs in a line, side by side:
+    (its first column, its end column, how many). An MRZ's fillers are such a run; the
+    recogniser, trained on other text, can read a run of large ``<`` as ``AAAA`` and lose
+    the whole line with it (a close photo of an ID card read ``I<UTOE38701QW94<<<…`` as
+    ``1030``), while the glyphs themselves are easy to tell apart and to count."""
+    import cv2
+
+    grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
+    _, ink = cv2.threshold(grey, 0, 1, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
+    # a column with a little ink (a thin guilloche line crossing) is still a gap
+    columns = ink.sum(axis=0) >= max(2, ink.shape[0] // 12)
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], columns.astype(np.int8), [0]))))
+    spans = list(zip(edges[::2], edges[1::2], strict=True))
+    shapes = []
+    for start, end in spans:
+        glyph = ink[:, start:end]
+        rows = np.flatnonzero(glyph.sum(axis=1))
+        glyph = glyph[rows[0] : rows[-1] + 1].astype(np.float32)
+        shape = cv2.resize(glyph, (12, 16), interpolation=cv2.INTER_AREA).ravel()
+        shapes.append(shape - shape.mean())
+    best: tuple[int, int] | None = None
+    first = 0
+    while first < len(spans):
+        last = first + 1
+        while last < len(spans) and _alike(shapes[first], shapes[last]):
+            last += 1
+        if last - first >= _FILLER_RUN and (best is None or last - first > best[1] - best[0]):
+            best = (first, last)
+        first = last
+    if best is None:
+        return None
+    return int(spans[best[0]][0]), int(spans[best[1] - 1][1]), best[1] - best[0]
+
+
+def _alike(one: FloatArray, other: FloatArray) -> bool:
+    scale = float(np.linalg.norm(one) * np.linalg.norm(other))
+    return scale > 0 and float(one @ other) / scale >= _ALIKE
+
+
+def _fillers_by_shape(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
+    """The line with its filler run counted by shape (``filler_run``) and the text on
+    either side of it read alone; no reading when it has no such run."""
+    run = filler_run(crop)
+    if run is None:
+        return "", 0.0
+    start, end, count = run
+    texts, confidences = [], []
+    for part in (crop[:, : max(0, start - 2)], crop[:, end + 2 :]):
+        text, confidence = recognise(np.ascontiguousarray(part)) if part.shape[1] > 4 else ("", 0)
+        texts.append(text)
+        if text:
+            confidences.append(confidence)
+    return texts[0] + "<" * count + texts[1], min(confidences, default=0.0)
+
+
 def _halved(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
     middle = crop.shape[1] // 2
     left = recognise(np.ascontiguousarray(crop[:, : middle + 4]))
@@ -643,6 +715,7 @@ def _halved(recognise: Recognise, crop: UInt8Array) -> tuple[str, float]:
 
 
 _SECOND_LOOKS = (
+    _fillers_by_shape,
     _stretched(1.5),
     _stretched(1.75),
     _stretched(2.0),
