@@ -293,11 +293,11 @@ class OcrEngine:
         verifies of further looks), or nothing. The band is read again, differently, when
         its first reading looks like an MRZ (``_looks_like_mrz``) but does not verify, or
         when the band is of a zone's size (two or three lines) and a line shows a run of
-        alike glyphs (``filler_run``), whatever it was read as:
-        with the fillers counted by their shape, stretched across (1.5×, 1.75×, 2×, 1.25×),
-        sharpened, binarised, contrast-equalised, then in two halves. After each look,
-        every combination of the lines' readings so far is checked (a TD1 card may need its
-        first line from one look and its second from another).
+        alike glyphs (``filler_run``), whatever it was read as: with the fillers counted by
+        their shape, stretched across (1.5×, 1.75×, 2×, 1.25×), sharpened, binarised,
+        contrast-equalised, then in two halves. After each look, every combination of the
+        lines' readings so far is checked (a TD1 card may need its first line from one look
+        and its second from another).
 
         Stretching is the look that counts. The recogniser drops characters of an MRZ's
         evenly spaced OCR-B glyphs (``8302113`` read ``832113``); given more width per
@@ -309,15 +309,14 @@ class OcrEngine:
         if self.mrz_check is None or not readings:
             return {}
         first = "\n".join(text for text, _ in readings.values())
-        if _looks_like_mrz(first) and self.mrz_check(first):
+        read_like_one = _looks_like_mrz(first)
+        if read_like_one and self.mrz_check(first):
             return dict(readings)
-        if not _looks_like_mrz(first) and not (
-            # a band of a zone's size only: a screenshot's many equal lines with "====" in
-            # them would otherwise spend the image's budget on looks that cannot verify
-            len(quads) <= 3 and any(filler_run(_crop(pixels, quad)) for quad in quads)
-        ):
+        # fillers by shape open a band of a zone's size only: a screenshot's many equal
+        # lines, "====" among them, would spend its budget on looks that cannot verify
+        crops = [_crop(pixels, quad) for quad in quads] if read_like_one or len(quads) <= 3 else []
+        if not read_like_one and not any(filler_run(crop) for crop in crops):
             return {}
-        crops = [_crop(pixels, quad) for quad in quads]
         seen: list[dict[str, tuple[str, float]]] = [
             {text: (text, conf)} for text, conf in readings.values()
         ]
