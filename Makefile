@@ -104,6 +104,10 @@ eval-text: $(STAMP) ## the text signals on their evaluation sets: domain, pii, n
 	$(BIN)/vsr-extproc eval jailbreak --split $(or $(SPLIT),test) --report .reports/eval-jailbreak-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval safety --split $(or $(SPLIT),test) --report .reports/eval-safety-$(or $(SPLIT),test).json
 
+.PHONY: eval-code-windows
+eval-code-windows: $(STAMP) ## the code detector on windows of source files from Debian packages, as screens (no OCR)
+	$(BIN)/python -m vsr_extproc.eval.codewindows
+
 .PHONY: eval-images
 eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test, BUDGET_MS=0 for no OCR budget)
 	mkdir -p .reports

@@ -432,3 +432,141 @@ def test_block_comments_alone_or_closed_on_their_line_leave_prose_prose() -> Non
     text = "(* draft *) Notes from the meeting\nWe agreed to meet again on Friday at noon.\n"
     assert code_score(text).score < 0.5
     assert code_score(LICENCE_HEADER).score < 0.5
+
+
+DOCSTRING_TAIL = '''        entries older than the limit are dropped first, and a miss costs one
+        read of the backing store; the caller never sees the store's errors,
+        which are logged and answered with the default.
+        """
+        if key in self._entries:
+            self._hits += 1
+            return self._entries[key]
+        value = self._store.read(key, default)
+        self._entries[key] = value
+        return value
+
+    def clear(self) -> None:
+        """Forget every entry and the hit count."""
+        self._entries.clear()
+        self._hits = 0
+
+    def resize(self, size: int) -> None:
+        """Keep at most ``size`` entries from now on.
+
+        The oldest entries go first when the cache shrinks, as they would
+        have gone at the next insertions anyway.
+        """
+        while len(self._entries) > size:
+            self._entries.popitem(last=False)
+'''
+
+HEADER_TAIL = """ * Unless required by applicable law or agreed to in writing, software
+ * distributed under the License is distributed on an "AS IS" BASIS,
+ * WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ * See the License for the specific language governing permissions and
+ * limitations under the License.
+ */
+package org.example.cache;
+
+/**
+ * A bounded map from keys to the values read for them, the oldest
+ * entries evicted first when it is full.
+ */
+public final class Bounded {
+    private final int size;
+"""
+
+
+@pytest.mark.parametrize("text", [DOCSTRING_TAIL, HEADER_TAIL], ids=["docstring", "header"])
+def test_a_screen_scrolled_into_a_docstring_or_a_comment_reads_as_code(text: str) -> None:
+    # the screen shows the closer (a docstring's quotes, "*/") before any opener: the lines
+    # above it are the program's prose, and so are the docstrings further down
+    assert code_score(text).score >= 0.5, code_score(text)
+
+
+def test_a_docstring_after_a_header_is_the_programs_prose() -> None:
+    # its quotes alone on a line right after "def …:" open it; the quotes after its text
+    # close it; code that assigns a block string is still code
+    text = (
+        "def load(path):\n"
+        '    """\n'
+        "    Read the file at the path given and return what it holds, as a list\n"
+        "    of records, one for each line that is not empty or a comment.\n"
+        "    A line that cannot be read is skipped and logged with its number, so\n"
+        "    that one bad record does not cost the others; the caller sees how\n"
+        "    many were skipped in the log, not in the result.\n"
+        '    """\n'
+        "    with open(path) as handle:\n"
+        '        query = """\n'
+        "        SELECT id, name FROM records WHERE path = ?\n"
+        '        """\n'
+        "        return [parse(line) for line in handle if line.strip()]\n"
+    )
+    assert code_score(text).score >= 0.5, code_score(text)
+    # prose with a quotation in triple quotes is still prose
+    prose = (
+        'She wrote """see you soon""" at the end of every letter she sent to us.\n'
+        "We kept all of them in a box under the stairs for many years after that.\n"
+    )
+    assert code_score(prose).score < 0.5
+
+
+LUA_WITH_DOC_COMMENTS = """--- File helpers.
+-- These put functions of other modules under one name.
+-- @module files
+local utils = require 'utils'
+local files = {}
+--- Return the contents of a file as a string.
+-- This is a copy of `utils.readfile`.
+-- @function files.read
+files.read = utils.readfile
+--- Write a string to a file.
+-- This is a copy of `utils.writefile`.
+-- @function files.write
+files.write = utils.writefile
+--- Remove a file.
+-- This is a copy of `os.remove`.
+-- @function files.delete
+files.delete = os.remove
+return files
+"""
+
+
+def test_comments_that_open_with_dashes_are_not_a_diffs_removed_lines() -> None:
+    # Lua's, SQL's and Haskell's "-- " and "--- " comments: taking the first dash off
+    # as a diff marker made each of them a line of prose
+    result = code_score(LUA_WITH_DOC_COMMENTS)
+    assert result.score >= 0.5, result
+
+
+def test_a_table_of_literals_in_code_reads_as_code() -> None:
+    # one literal and a comma on each line, a comment after some: data, in a program
+    ranks = (118, 141, 113, 129, 119, 125, 165, 117, 92, 106, 83, 72, 99, 93, 65, 79)
+    names = ("nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect")
+    rows = [f"    {rank}, // {names[index % len(names)]}" for index, rank in enumerate(ranks)]
+    table = "pub const BYTE_RANK: [u8; 16] = [\n" + "\n".join(rows) + "\n];\n"
+    assert code_score(table).score >= 0.5, code_score(table)
+    words = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota")
+    strings = "\n".join(f'    "{word}",' for word in words)
+    assert code_score(f"GREEK = [\n{strings}\n]\n").score >= 0.5
+
+
+def test_lines_that_end_in_a_comma_are_not_literals_in_prose() -> None:
+    poem = (
+        "The morning came in slowly,\nand the yard was white with frost,\n"
+        "the kettle on the stove,\nthe radio turned low,\nand nobody was in a hurry,\n"
+        "not the dog, not the cat,\nnot even the old clock,\nwhich had stopped years ago.\n"
+    )
+    assert code_score(poem).score < 0.5
+    sheet = "\n".join(
+        f"{name},{qty},{price}"
+        for name, qty, price in (
+            ("Paper", 4, "3.50"),
+            ("Pens", 12, "0.80"),
+            ("Stapler", 1, "7.20"),
+            ("Folders", 10, "1.10"),
+            ("Tape", 3, "2.40"),
+            ("Ink", 2, "18.00"),
+        )
+    )
+    assert code_score("Item,Qty,Price\n" + sheet).score < 0.5

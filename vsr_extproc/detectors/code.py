@@ -95,6 +95,10 @@ _LINE_CUES = tuple(
         # Lisps: Clojure, Scheme, Emacs Lisp
         r"^\s*\((?:defn-?|defmacro|defun|define|def|ns|let|fn|lambda|require|cond|when)\s",
         r"^(?:@@ -\d+(?:,\d+)? \+\d+|diff --git |index [0-9a-f]{7,}\.\.|--- a/|\+\+\+ b/)",
+        # one literal and a comma: a row of a table of data in code (a number, a string,
+        # a character, a tuple), a trailing comment allowed
+        r"^\s*(?:[-+]?(?:0[xX][\da-fA-F_]+|\d[\d_]*(?:\.\d+)?)[a-zA-Z]{0,3}|\"(?:[^\"\\]|\\.)*\""
+        r"|'(?:[^'\\]|\\.)*'|[\[({].*[\])}])\s*,\s*(?:(?://|#|--|%)\s.*)?$",
         r"^\s*(?:Traceback \(most recent call last\)|File \"[^\"]+\", line \d+"
         r"|at [\w.$<>]+\([\w.]*:?\d*\)|[\w.]*(?:Error|Exception)(?::|$))",
     )
@@ -102,7 +106,8 @@ _LINE_CUES = tuple(
 # What a screen puts before the code on each line: a gutter number, with or without a
 # separator; a diff marker; a prompt (shell, Python, IPython, PowerShell, user@host).
 _GUTTER = re.compile(r"^\s*(\d{1,5})(?:\s*[|│¦:]\s?|\s+|$)")
-_DIFF_MARKER = re.compile(r"^[+\-](?![+\-]{2})")
+# (not ``--``: a comment in Lua, SQL and Haskell, or a diff's ``---`` header)
+_DIFF_MARKER = re.compile(r"^(?:\+(?![+\-]{2})|-(?!-))")
 _PROMPT = re.compile(
     r"^\s*(?:>>>|\.\.\.|In \[\d*\]:|Out\[\d*\]:|[$%]|(?:PS )?[A-Za-z]:\\[^>]*>"
     r"|[\w.\-]+@[\w.\-]+(?::[^$#\s]*)?[$#])(?=\s|$)\s?"
@@ -168,10 +173,14 @@ _SHAPE_CHARS = 160  # of a line's shape: enough to tell code from prose, bounded
 _MIN_SHAPE = 3
 # a comment's opening mark, in the languages that have one of these: the line is prose
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
-_COMMENT = re.compile(r"^\s*(?:#(?:\s|$)|//|/\*|--\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s)")
+_COMMENT = re.compile(
+    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3}))"
+)
 _MUTE = 0.5  # what the line model says of a line too short to tell
 # block comments (opener, closer): a licence header's " * ..." lines are comment, not prose
 _BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("--[[", "]]"))
+# Python's (and others') block strings: a docstring's lines read like prose
+_BLOCK_STRINGS = ('"""', "'''")
 _TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
 # English function words: a line made of them is a sentence, in any layout
 FUNCTION_WORDS = frozenset(
@@ -307,12 +316,43 @@ def _without_markers(lines: list[str]) -> list[tuple[str, bool]]:
     return stripped
 
 
-def _opened_block(line: str) -> str | None:
-    """The closer of the block comment ``line`` opens and leaves open, if it does."""
+def _opened_block(line: str, previous: str) -> str | None:
+    """The closer of the block comment or block string ``line`` opens and leaves open, if
+    it does: a docstring's lines are the program's prose, as a comment's are."""
     stripped = line.strip()
     for opener, closer in _BLOCK_COMMENTS:
         if stripped.startswith(opener) and closer not in stripped[len(opener) :]:
             return closer
+    for quotes in _BLOCK_STRINGS:
+        if line.count(quotes) % 2 and not _closes_string(line, quotes, previous):
+            return quotes
+    return None
+
+
+def _closes_string(line: str, quotes: str, previous: str) -> bool:
+    """Whether the odd run of ``quotes`` on ``line`` ends a block string rather than opens
+    one: it follows text (``…binary data.'''``, not ``x = '''`` or ``f('''``), or stands
+    alone on a line that does not follow a header (a docstring opens right after one)."""
+    before = line[: line.rindex(quotes)].rstrip()
+    if not before.lstrip("rRbBuUfF \t"):
+        return not previous.rstrip().endswith(":")
+    return before[-1] not in "=([{,:+%" and not before.endswith(("return", "yield"))
+
+
+def _open_at_start(lines: list[str]) -> str | None:
+    """The closer of a block the first of ``lines`` are inside: a screen scrolled into a
+    licence header, a doc comment or a docstring shows its closer (``*/``, ``'''``) before
+    any opener. (The other closers, ``]]``, ``*)`` and ``-->``, are also code's.)"""
+    previous = ""
+    for line in lines:
+        if "/*" in line:
+            return None
+        if "*/" in line:
+            return "*/"
+        for quotes in _BLOCK_STRINGS:
+            if line.count(quotes) % 2:
+                return quotes if _closes_string(line, quotes, previous) else None
+        previous = line
     return None
 
 
@@ -341,16 +381,21 @@ def code_score(text: str) -> CodeScore:
         return CodeScore(0.0, None, 0)
     lines = [line for line, _ in screen]
     code_lines = strong_lines = prose_lines = mute_lines = 0
-    closer: str | None = None  # the end of the block comment the lines are in
+    # the end of the block comment the lines are in; a screen may begin inside one
+    closer: str | None = _open_at_start(lines)
+    uncommented: list[str] = []  # the code's own lines: punctuation is counted on them
+    previous = ""
     for line, prompted in screen:
         if closer is not None:
             mute_lines += 1
             closer = None if closer in line else closer
             continue
-        closer = _opened_block(line)
+        closer = _opened_block(line, previous)
+        previous = line
         if closer is not None or _COMMENT.match(line):
             mute_lines += 1  # a comment is prose in code: it says nothing either way
             continue
+        uncommented.append(line)
         cues = _line_cues(line) + prompted
         likely = line_code_probability(line)
         cues += likely >= LINE_MODEL_THRESHOLD
@@ -362,8 +407,9 @@ def code_score(text: str) -> CodeScore:
         elif likely == _MUTE:
             mute_lines += 1
     body = "\n".join(lines)
-    visible = sum(not char.isspace() for char in body) or 1
-    punctuation = sum(char in _CODE_PUNCTUATION for char in body) / visible
+    code = "\n".join(uncommented) if uncommented else body
+    visible = sum(not char.isspace() for char in code) or 1
+    punctuation = sum(char in _CODE_PUNCTUATION for char in code) / visible
     counted = max(1, len(lines) - mute_lines)
     score = (
         0.6 * code_lines / counted

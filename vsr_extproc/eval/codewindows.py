@@ -1,0 +1,152 @@
+"""How the code detector reads screens of source files it was never tuned on.
+
+``python -m vsr_extproc.eval.codewindows`` cuts windows of 15-80 lines (seeded) out of
+source files and scores each window's text as a screen shows it (no OCR), then prints the
+share that reads as code, per language, and the windows that do not; then the same for
+windows of text that is mostly not code (READMEs, changelogs, licences, package
+descriptions: many of them show a code example, so this is a check, not a count of false
+alarms).
+
+The files come from Debian packages that neither the line model's fit
+(``eval.codelines``) nor the image corpus reads: Ruby's standard library, two Rust
+crates, Lua's Penlight, Erlang/OTP's sources (with their Java interface), OCaml's
+standard library; and from two sources the line model was fitted on line by line but
+never as screens: Python's standard library and the machine's C headers. The packages are
+fetched once with ``apt-get download`` at the versions below (Debian 12), unpacked with
+``dpkg -x`` into ``$VSR_CORPORA/debian`` and never installed; the SHA-256 of each is
+printed. A machine without ``apt-get`` scores what it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import hashlib
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from vsr_extproc.detectors.code import code_score
+from vsr_extproc.eval.corpora import corpora_dir
+
+PACKAGES = {
+    "libruby3.1": "3.1.2-7+deb12u1",
+    "librust-regex-dev": "1.7.1-1",
+    "librust-serde-dev": "1.0.152-2",
+    "lua-penlight": "1.13.1-3",
+    "erlang-src": "1:25.2.3+dfsg-1+deb12u4",
+    "ocaml": "4.13.1-4",
+}
+# language -> files, under the unpacked packages ("{root}") or on the machine
+SOURCES = {
+    "ruby": "{root}/usr/lib/ruby/**/*.rb",
+    "rust": "{root}/usr/share/cargo/**/*.rs",
+    "lua": "{root}/usr/share/lua/**/*.lua",
+    "erlang": "{root}/usr/lib/erlang/**/*.erl",
+    "java": "{root}/usr/lib/erlang/**/*.java",
+    "ocaml": "{root}/usr/lib/ocaml/**/*.ml",
+    "python": "/usr/lib/python3.11/**/*.py",
+    "c": "/usr/include/**/*.h",
+}
+# text that is mostly not code, though READMEs and package descriptions often show some
+NOT_CODE = {
+    "readme": "/usr/share/doc/*/README*",
+    "changelog": "/usr/share/doc/*/changelog.Debian.gz",
+    "licence": "/usr/share/common-licenses/*",
+    "markdown": "{site}/**/*.md",
+    "rst": "{site}/**/*.rst",
+    "metadata": "{site}/*.dist-info/METADATA",
+}
+FILES_PER_LANGUAGE = 150
+MIN_LINES = 10  # a window must show this many non-blank lines
+SEED = 9
+
+
+def unpacked(folder: Path) -> Path:
+    """The pinned packages unpacked under ``folder`` (fetched the first time)."""
+    root = folder / "root"
+    done = root / ".complete"
+    if done.exists():
+        return root
+    if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
+        print("apt-get or dpkg missing: scoring only what this machine has", file=sys.stderr)
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vsr-debs-") as tmp:
+        wanted = [f"{name}={version}" for name, version in PACKAGES.items()]
+        subprocess.run(["apt-get", "download", *wanted], cwd=tmp, check=True)
+        for deb in sorted(Path(tmp).glob("*.deb")):
+            digest = hashlib.sha256(deb.read_bytes()).hexdigest()
+            print(f"  {deb.name}  sha256 {digest}", file=sys.stderr)
+            subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
+    done.touch()
+    return root
+
+
+def windows(pattern: str, rng: random.Random) -> list[tuple[str, int, str]]:
+    """(file, first line, text) of one window of 15-80 lines from each of up to
+    ``FILES_PER_LANGUAGE`` files matching ``pattern``."""
+    files = sorted(path for path in glob.glob(pattern, recursive=True) if Path(path).is_file())
+    rng.shuffle(files)
+    found = []
+    for path in files[:FILES_PER_LANGUAGE]:
+        data = Path(path).read_bytes()
+        text = (gzip.decompress(data) if path.endswith(".gz") else data).decode("utf-8", "replace")
+        lines = [line.expandtabs(4).rstrip() for line in text.splitlines()]
+        if sum(1 for line in lines if line.strip()) < 15:
+            continue
+        count = rng.randint(15, 80)
+        start = rng.randint(0, max(0, len(lines) - count))
+        shown = lines[start : start + count]
+        if sum(1 for line in shown if line.strip()) >= MIN_LINES:
+            found.append((path, start, "\n".join(shown)))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vsr_extproc.eval.codewindows")
+    parser.add_argument("--misses", action="store_true", help="list every window under 0.5")
+    args = parser.parse_args(argv)
+    root = unpacked(corpora_dir() / "debian")
+    rng = random.Random(SEED)
+    found = total = 0
+    misses = []
+    print(f"{'language':<10}{'code':>12}")
+    for language, pattern in SOURCES.items():
+        scored = [
+            (code_score(text).score, path, start)
+            for path, start, text in windows(pattern.format(root=root), rng)
+        ]
+        if not scored:
+            print(f"{language:<10}{'(no files)':>12}")
+            continue
+        hits = sum(score >= 0.5 for score, _, _ in scored)
+        found, total = found + hits, total + len(scored)
+        misses += [(language, *miss) for miss in scored if miss[0] < 0.5]
+        print(f"{language:<10}{hits:>5}/{len(scored):<4} {hits / len(scored):.3f}")
+    print(f"{'all':<10}{found:>5}/{total:<4} {found / max(total, 1):.3f}")
+    if args.misses:
+        for language, score, path, start in misses:
+            print(f"  {score:.3f} {language} {path}:{start + 1}")
+    site = Path(sysconfig.get_paths()["purelib"])
+    print(f"\n{'not code':<10}{'read as code':>16}")
+    for kind, pattern in NOT_CODE.items():
+        scored = [
+            (code_score(text).score, path, start)
+            for path, start, text in windows(pattern.format(site=site), rng)
+        ]
+        alarms = [(score, path, start) for score, path, start in scored if score >= 0.5]
+        print(f"{kind:<10}{len(alarms):>5}/{len(scored):<4}")
+        if args.misses:
+            for score, path, start in alarms:
+                print(f"  {score:.3f} {kind} {path}:{start + 1}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
