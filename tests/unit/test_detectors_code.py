@@ -570,3 +570,72 @@ def test_lines_that_end_in_a_comma_are_not_literals_in_prose() -> None:
         )
     )
     assert code_score("Item,Qty,Price\n" + sheet).score < 0.5
+
+
+# code as OCR reads it: comment marks misread or lost
+OCR_RUST_DOCS = """struct Threads {
+Ill An ordered set of opcodes, each of them a state of the machine. The
+Ill order is the order in which the states were added, which is the order
+Ill in which the machine must follow them to find the leftmost match.
+    set: SparseSet,
+/ll Captures for every state of the machine, stored in row-major order,
+/l/ where the columns are the capture slots and the rows are the states.
+/ll Every capture group has two slots, one for its start and one for its
+/ll end, so there are twice as many slots as groups.
+    caps: Vec<Slot>,
+}
+"""
+
+OCR_UNCLOSED_BLOCK = """(* Ensure that the functions registered with [at_exit] are called at the
+   end of every program that links this module, whatever way it ends x)
+let _ = do_at_exit ()
+let const c _ = c
+let flip f x y = f y x
+let negate p v = not (p v)
+exception Finally_raised of exn
+let () = Printexc.register_printer @@ function
+  | Finally_raised exn -> Some ("Fun.Finally_raised: " ^ Printexc.to_string exn)
+  | _ -> None
+"""
+
+OCR_LOST_CLOSER = """src
+README.md
+pyproject.toml
+OtpSelf.java
+/**
+ * Create a self node with the name and the cookie given, listening on a
+ * port of its own for the connections of other nodes.
+ * @param node the name of this node.
+ * @param cookie the authorization cookie used with the other nodes.
+ x/
+public OtpSelf(final String node, final String cookie) throws IOException {
+    super(node, cookie);
+    sock = OtpTransportFactory.createServer(0);
+    port = sock.getLocalPort();
+    pid = createPid();
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [OCR_RUST_DOCS, OCR_UNCLOSED_BLOCK, OCR_LOST_CLOSER],
+    ids=["doc-comment-marks-misread", "closer-misread", "star-comment-closer-misread"],
+)
+def test_comments_whose_marks_ocr_misread_or_lost_are_still_comments(text: str) -> None:
+    # "///" read as "Ill" or "/ll"; a "*)" or a "*/" read with an "x", so the block never
+    # closes: the comment's sentences must not count as the screen's prose, nor the code
+    # after an unclosed block count for nothing
+    assert code_score(text).score >= 0.5, code_score(text)
+
+
+def test_a_star_bullet_list_is_prose_though_a_path_holds_a_glob() -> None:
+    notes = (
+        "libfoo (1.2.0-2) unstable; urgency=low\n"
+        "  * The development package no longer installs usr/include/X11/*\n"
+        "  * Updated the description of the package to say what it is for\n"
+        "  * Moved the documentation into its own package as it is large\n"
+        "  * Fixed a typo in the long description that users reported twice\n"
+        "  * Switched the build to the current standards version of the policy\n"
+    )
+    assert code_score(notes).score < 0.5

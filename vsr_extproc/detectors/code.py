@@ -174,11 +174,15 @@ _MIN_SHAPE = 3
 # a comment's opening mark, in the languages that have one of these: the line is prose
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
 _COMMENT = re.compile(
-    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3}))"
+    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
+    # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``%%`` as ``8%``,
+    # ``--`` as a dash (muting a line of prose that looks so costs nothing)
+    r"|(?:/[lI1|]|[lI1|]/)[/lI1|]?\s|[lI|]{3}\s|8%\s|[—–]\s)"
 )
 _MUTE = 0.5  # what the line model says of a line too short to tell
 # block comments (opener, closer): a licence header's " * ..." lines are comment, not prose
 _BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("--[[", "]]"))
+_STARRED = re.compile(r"^\s*\*(?:\s|$)")
 # Python's (and others') block strings: a docstring's lines read like prose
 _BLOCK_STRINGS = ('"""', "'''")
 _TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
@@ -367,32 +371,28 @@ def screen_lines(text: str) -> list[tuple[str, bool]]:
     ]
 
 
-def code_score(text: str) -> CodeScore:
-    """Score ``text`` in [0, 1] for being source code; >= 0.5 reads as code.
-
-    Weighted: 0.6 share of code-like lines, 0.25 code punctuation density (saturating at
-    6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
-    share of sentence-like lines. The shares are of the lines that say something either
-    way: comment lines (a block comment's on every line up to its end), and lines too
-    short for the line model without a cue, are left out.
-    """
-    screen = screen_lines(text)
-    if not screen:
-        return CodeScore(0.0, None, 0)
+def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[float, bool]:
+    """``code_score``'s weighted sum over the screen's lines, and whether a block comment
+    opened on the screen was still open at its end. Without ``follow_blocks`` only a
+    block the screen begins inside is followed; an opener mutes its own line alone."""
     lines = [line for line, _ in screen]
     code_lines = strong_lines = prose_lines = mute_lines = 0
     # the end of the block comment the lines are in; a screen may begin inside one
     closer: str | None = _open_at_start(lines)
     uncommented: list[str] = []  # the code's own lines: punctuation is counted on them
+    # where a line of the screen opens or closes a ``/* */`` comment, a line that starts
+    # with ``*`` is one's continuation, even when OCR lost the mark around it
+    starred = any(line.lstrip().startswith("/*") or line.rstrip().endswith("*/") for line in lines)
     previous = ""
     for line, prompted in screen:
         if closer is not None:
             mute_lines += 1
             closer = None if closer in line else closer
             continue
-        closer = _opened_block(line, previous)
+        opened = _opened_block(line, previous)
+        closer = opened if follow_blocks else None
         previous = line
-        if closer is not None or _COMMENT.match(line):
+        if opened is not None or _COMMENT.match(line) or (starred and _STARRED.match(line)):
             mute_lines += 1  # a comment is prose in code: it says nothing either way
             continue
         uncommented.append(line)
@@ -406,8 +406,7 @@ def code_score(text: str) -> CodeScore:
             strong_lines += cues >= 2
         elif likely == _MUTE:
             mute_lines += 1
-    body = "\n".join(lines)
-    code = "\n".join(uncommented) if uncommented else body
+    code = "\n".join(uncommented) if uncommented else "\n".join(lines)
     visible = sum(not char.isspace() for char in code) or 1
     punctuation = sum(char in _CODE_PUNCTUATION for char in code) / visible
     counted = max(1, len(lines) - mute_lines)
@@ -417,6 +416,28 @@ def code_score(text: str) -> CodeScore:
         + 0.15 * strong_lines / counted
         - 0.4 * prose_lines / counted
     )
+    return score, closer is not None
+
+
+def code_score(text: str) -> CodeScore:
+    """Score ``text`` in [0, 1] for being source code; >= 0.5 reads as code.
+
+    Weighted: 0.6 share of code-like lines, 0.25 code punctuation density (saturating at
+    6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
+    share of sentence-like lines. The shares are of the lines that say something either
+    way: comment lines (a block comment's on every line up to its end), and lines too
+    short for the line model without a cue, are left out.
+    """
+    screen = screen_lines(text)
+    if not screen:
+        return CodeScore(0.0, None, 0)
+    lines = [line for line, _ in screen]
+    score, unclosed = _weigh(screen, follow_blocks=True)
+    if unclosed:
+        # a block opened on the screen never closed: OCR often drops a closer (``*)``
+        # read as ``*``), and the code after it then counted for nothing
+        score = max(score, _weigh(screen, follow_blocks=False)[0])
+    body = "\n".join(lines)
     score = round(min(1.0, max(0.0, score)), 3)
     language = _language(body[:_LANGUAGE_SAMPLE]) if score >= _LANGUAGE_FLOOR else None
     return CodeScore(score, language, len(lines))

@@ -15,6 +15,11 @@ never as screens: Python's standard library and the machine's C headers. The pac
 fetched once with ``apt-get download`` at the versions below (Debian 12), unpacked with
 ``dpkg -x`` into ``$VSR_CORPORA/debian`` and never installed; the SHA-256 of each is
 printed. A machine without ``apt-get`` scores what it has.
+
+``--ocr N`` also draws N windows of each language as screenshots, the way the image
+corpus draws its code (its ``dev`` styles), and reads them with the OCR engine: what OCR
+does to code (comment marks misread, closers lost) is measured on code the detector was
+not written from.
 """
 
 from __future__ import annotations
@@ -108,9 +113,50 @@ def windows(pattern: str, rng: random.Random) -> list[tuple[str, int, str]]:
     return found
 
 
+def through_ocr(root: Path, per_language: int, seed: int) -> None:
+    """Draw ``per_language`` windows of each language as the image corpus draws code
+    screenshots (its ``dev`` styles: an editor, an IDE, a terminal, a diff or a notebook),
+    read each with the OCR engine without a budget, and print how many read as code on the
+    drawn text and on what OCR read."""
+    from vsr_extproc.eval import imagegen
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.runtime.ocr import OcrEngine
+    from vsr_extproc.signals.image_text import verified_mrz
+
+    engine = OcrEngine(mrz_check=verified_mrz)
+    rng = random.Random(seed)
+    print(f"\n{'language':<10}{'drawn text':>12}{'OCR':>10}")
+    totals = [0, 0, 0]
+    for language, pattern in SOURCES.items():
+        chosen = windows(pattern.format(root=root), rng)
+        rng.shuffle(chosen)
+        drawn = read = 0
+        for index, (path, start, text) in enumerate(chosen[:per_language]):
+            lines = text.splitlines()[: rng.randint(15, 45)]
+            d = imagegen.Draw("dev", f"deb-{language}", index)
+            variant = d.rng.choice(["editor", "editor", "ide", "terminal", "diff", "notebook"])
+            image = imagegen.code_screen(d, language, Path(path).name, lines, start, variant)
+            decoded = decode_image(imagegen._png(image))
+            result = engine.read(decoded.image, orientation=decoded.exif_orientation)
+            drawn += code_score("\n".join(lines)).score >= 0.5
+            read += code_score(result.text).score >= 0.5
+        count = min(per_language, len(chosen))
+        totals = [totals[0] + drawn, totals[1] + read, totals[2] + count]
+        print(f"{language:<10}{drawn:>8}/{count:<3}{read:>6}/{count:<3}")
+    print(f"{'all':<10}{totals[0]:>8}/{totals[2]:<3}{totals[1]:>6}/{totals[2]:<3}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vsr_extproc.eval.codewindows")
     parser.add_argument("--misses", action="store_true", help="list every window under 0.5")
+    parser.add_argument(
+        "--ocr",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also draw N windows a language as screenshots and read them with OCR",
+    )
+    parser.add_argument("--ocr-seed", type=int, default=22, help="which windows --ocr draws")
     args = parser.parse_args(argv)
     root = unpacked(corpora_dir() / "debian")
     rng = random.Random(SEED)
@@ -145,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.misses:
             for score, path, start in alarms:
                 print(f"  {score:.3f} {kind} {path}:{start + 1}")
+    if args.ocr:
+        through_ocr(root, args.ocr, args.ocr_seed)
     return 0
 
 
