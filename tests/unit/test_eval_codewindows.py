@@ -49,3 +49,18 @@ def test_windows_are_seeded_and_scored_per_language(
     assert "ruby          1/1    1.000" in first
     codewindows.main(["--misses"])
     assert capsys.readouterr().out == first  # the same windows every run
+
+
+def test_packages_the_mirrors_no_longer_hold_leave_a_clear_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    def refuse(command: list[str], **_: object) -> None:
+        raise subprocess.CalledProcessError(100, command)
+
+    monkeypatch.setattr(codewindows.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(codewindows.subprocess, "run", refuse)
+    root = codewindows.unpacked(tmp_path / "debian")
+    assert not (root / ".complete").exists()  # tried again next time
+    assert "could not all be fetched" in capsys.readouterr().err

@@ -84,7 +84,16 @@ def unpacked(folder: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="vsr-debs-") as tmp:
         wanted = [f"{name}={version}" for name, version in PACKAGES.items()]
-        subprocess.run(["apt-get", "download", *wanted], cwd=tmp, check=True)
+        try:
+            subprocess.run(["apt-get", "download", *wanted], cwd=tmp, check=True)
+        except subprocess.CalledProcessError:
+            # a point release replaces a version on the mirrors: say which, score the rest
+            print(
+                f"the pinned Debian packages could not all be fetched ({', '.join(wanted)}):"
+                " scoring only what this machine has",
+                file=sys.stderr,
+            )
+            return root
         for deb in sorted(Path(tmp).glob("*.deb")):
             digest = hashlib.sha256(deb.read_bytes()).hexdigest()
             print(f"  {deb.name}  sha256 {digest}", file=sys.stderr)
