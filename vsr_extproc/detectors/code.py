@@ -185,6 +185,7 @@ _BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("
 _STARRED = re.compile(r"^\s*\*(?:\s|$)")
 # Python's (and others') block strings: a docstring's lines read like prose
 _BLOCK_STRINGS = ('"""', "'''")
+_STRING_PREFIX = re.compile(r"\s*[rRbBuUfF]{0,2}")  # what may stand before a string's quotes
 _TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
 # English function words: a line made of them is a sentence, in any layout
 FUNCTION_WORDS = frozenset(
@@ -338,7 +339,7 @@ def _closes_string(line: str, quotes: str, previous: str) -> bool:
     one: it follows text (``…binary data.'''``, not ``x = '''`` or ``f('''``), or stands
     alone on a line that does not follow a header (a docstring opens right after one)."""
     before = line[: line.rindex(quotes)].rstrip()
-    if not before.lstrip("rRbBuUfF \t"):
+    if _STRING_PREFIX.fullmatch(before):
         return not previous.rstrip().endswith(":")
     return before[-1] not in "=([{,:+%" and not before.endswith(("return", "yield"))
 
