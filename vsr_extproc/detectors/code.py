@@ -24,7 +24,11 @@ against prose, forms, receipts and addresses) gives the probability that the lin
 language's keywords; a line the model is sure of counts as one cue.
 
 Lines that read as sentences (many words, mostly letters, no code shape) pull the score
-down, so prose, recipes ("2 cups (250 g) flour") and poetry stay low. The guessed language
+down, so prose, recipes ("2 cups (250 g) flour") and poetry stay low. Comments are the
+program's prose and count for neither side: line comments, block comments and block
+strings (docstrings) followed across lines, also on a screen that begins inside one or
+whose closer OCR lost, and comment marks as OCR misreads them (``///`` as ``Ill``, ``%%``
+as ``8%``). The guessed language
 is given only when the text is code and one language's markers clearly lead.
 """
 
@@ -426,8 +430,10 @@ def code_score(text: str) -> CodeScore:
     Weighted: 0.6 share of code-like lines, 0.25 code punctuation density (saturating at
     6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
     share of sentence-like lines. The shares are of the lines that say something either
-    way: comment lines (a block comment's on every line up to its end), and lines too
-    short for the line model without a cue, are left out.
+    way: comment lines (a block comment's or a block string's on every line up to its end),
+    and lines too short for the line model without a cue, are left out. A block that
+    opens on the screen and never closes is also weighed as closed at once, and the
+    higher of the two scores is kept.
     """
     screen = screen_lines(text)
     if not screen:
