@@ -122,6 +122,11 @@ def windows(pattern: str, rng: random.Random) -> list[tuple[str, int, str]]:
     return found
 
 
+def _scored(pattern: str, rng: random.Random) -> list[tuple[float, str, int]]:
+    """(code score, file, first line) of each window ``windows`` cuts for ``pattern``."""
+    return [(code_score(text).score, path, start) for path, start, text in windows(pattern, rng)]
+
+
 def through_ocr(root: Path, per_language: int, seed: int) -> None:
     """Draw ``per_language`` windows of each language as the image corpus draws code
     screenshots (its ``dev`` styles: an editor, an IDE, a terminal, a diff or a notebook),
@@ -173,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     misses = []
     print(f"{'language':<10}{'code':>12}")
     for language, pattern in SOURCES.items():
-        scored = [
-            (code_score(text).score, path, start)
-            for path, start, text in windows(pattern.format(root=root), rng)
-        ]
+        scored = _scored(pattern.format(root=root), rng)
         if not scored:
             print(f"{language:<10}{'(no files)':>12}")
             continue
@@ -191,10 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     site = Path(sysconfig.get_paths()["purelib"])
     print(f"\n{'not code':<10}{'read as code':>16}")
     for kind, pattern in NOT_CODE.items():
-        scored = [
-            (code_score(text).score, path, start)
-            for path, start, text in windows(pattern.format(site=site), rng)
-        ]
+        scored = _scored(pattern.format(site=site), rng)
         alarms = [(score, path, start) for score, path, start in scored if score >= 0.5]
         print(f"{kind:<10}{len(alarms):>5}/{len(scored):<4}")
         if args.misses:
