@@ -4,12 +4,15 @@ Three stacks of deploy/examples/rules-only.yaml behind a real Envoy, with stand-
 upstreams that stream a scripted answer of ``CHUNKS`` events as fast as they can:
 
 * ``off``: no response phase (Envoy never sends the answer to the processor);
-* ``measured``: ``responses.enabled`` without decisions (usage and latency only);
+* ``measured``: ``responses.enabled`` without decisions (usage and latency only): Envoy
+  copies each answer to the processor through its observing filter and does not wait;
 * ``guarded``: the demo's response decisions (tool calls, and an ``output`` guard that
   holds text back by ``guard_window_chars``).
 
 The three run side by side and take turns, one request at a time on one connection each,
-so that drift on the machine touches all three alike. Reported: time to the first byte of
+so that drift on the machine touches all three alike. Each processor must have counted
+every answer by the end (``vsr_answers_total``), or the run fails: a response phase that
+did not see the answers would look free. Reported: time to the first byte of
 the answer's body at the client, and the time to its end, p50 and p99; the added time per
 event is the difference in the whole answer's time divided by the number of events (Envoy
 may hand several events to the processor as one chunk, so per chunk it is at most that
@@ -80,6 +83,28 @@ def _stream_once(client: httpx.Client, headers: dict[str, str]) -> tuple[float, 
     return (first - started) * 1000, (time.perf_counter() - started) * 1000, size
 
 
+def _check_counted(stack: Stack, expected: int, kind: str) -> None:
+    """Wait (briefly) until the processor has counted ``expected`` answers."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    assert stack.config.envoy is not None
+    api = stack.config.envoy.router_api[0]
+    counted = 0.0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        text = httpx.get(f"http://{api.address}:{api.port}/metrics", timeout=10).text
+        counted = sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "vsr_answers_total"
+        )
+        if counted >= expected:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{kind}: the processor counted {counted:g} of {expected} answers")
+
+
 def measure(samples: int) -> dict[str, dict[str, list[float]]]:
     script = {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False}
     headers = {SCRIPT_HEADER: encode_script(**script)}
@@ -98,6 +123,8 @@ def measure(samples: int) -> dict[str, dict[str, list[float]]]:
                         runs[kind].append(run)
             for client in clients.values():
                 client.close()
+            for kind in ("measured", "guarded"):
+                _check_counted(stacks[kind], samples + 10, kind)
         finally:
             for stack in stacks.values():
                 stack.stop()

@@ -309,8 +309,10 @@ def needs_restart(running: RouterConfig, loaded: RouterConfig) -> list[str]:
     if loaded.responses.enabled != running.responses.enabled:
         # Envoy sends answers to the processor only if its bootstrap says so
         changed.append("responses.enabled (regenerate the Envoy config)")
-    elif bool(loaded.responses.decisions) != bool(running.responses.decisions):
-        # Envoy buffers JSON answers for response decisions only if its config allows it
+    elif running.responses.decisions and not loaded.responses.decisions:
+        # answers that are only measured reach the processor through Envoy's observing
+        # filter, which only a config generated without response decisions has (the
+        # other way round works at once: the routing filter can always read answers)
         changed.append("responses.decisions (regenerate the Envoy config)")
     return changed
 

@@ -7,6 +7,10 @@ here every id must be found through Envoy and on each processor's own admin API,
 processors must have decided some of the requests. Envoy keeps a worker's streams on one
 processor during a short burst, so requests are sent, each on its own connection, until
 both have decided some (bounded), rather than assuming a split.
+
+Answers are measured (``responses.enabled`` without decisions): Envoy's observing filter
+may hand an answer to the processor that did not decide its request, and the answer must
+still join its record.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def shared_store_stack(
 ) -> Iterator[Stack]:
     document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
     document["replay"] = {"url": postgres_url}
+    document["responses"] = {"enabled": True}
     document["server"]["drain_delay_s"] = 0.5
     admins = [free_port(), free_port()]
     envoy = document["envoy"]
@@ -80,7 +85,8 @@ def test_every_replay_id_is_found_through_envoy_and_on_every_processor(
     admins = [f"http://{api.address}:{api.port}" for api in apis]
     with httpx.Client(base_url=shared_store_stack.url, timeout=30.0) as client:
         for replay_id, decision in decisions.items():
-            assert _found(client, replay_id)["decision"] == decision
+            record = _found(client, replay_id, answered=decision != "refuse_forbidden")
+            assert record["decision"] == decision
             for admin in admins:  # the processor that did not decide it finds it too
                 direct = httpx.get(f"{admin}/v1/router/replay/{replay_id}", timeout=10.0)
                 assert direct.status_code == 200, (admin, replay_id, direct.text)
@@ -90,15 +96,23 @@ def test_every_replay_id_is_found_through_envoy_and_on_every_processor(
     assert sum(deciders.values()) == len(decisions), deciders
 
 
-def _found(client: httpx.Client, replay_id: str) -> dict[str, object]:
-    """The record, once written (the writer flushes every 10 ms)."""
+def _found(client: httpx.Client, replay_id: str, *, answered: bool) -> dict[str, object]:
+    """The record, once written (the writer flushes every 10 ms) and, for a request that
+    reached a model, once its measured answer has joined it."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         answer = client.get(f"/v1/router/replay/{replay_id}")
         if answer.status_code == 200:
-            return dict(answer.json())
+            record = dict(answer.json())
+            response = record.get("response")
+            if not answered:
+                assert response is None, record
+                return record
+            if isinstance(response, dict):
+                assert response["status"] == 200, record
+                return record
         time.sleep(0.05)
-    raise AssertionError(f"no record {replay_id} through Envoy")
+    raise AssertionError(f"no record {replay_id} (answered: {answered}) through Envoy")
 
 
 def _deciders(stack: Stack, ids: set[str]) -> Counter[str]:

@@ -280,9 +280,11 @@ def test_a_stream_cut_mid_event_ends_with_an_error_and_no_hang(http: httpx.Clien
     assert _chat(http, content="still serving").status_code == 200
 
 
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "measured"])
 def test_a_client_that_leaves_mid_stream_is_counted_and_nothing_hangs(
-    stack: Stack, http: httpx.Client
+    guarded: bool, request: pytest.FixtureRequest
 ) -> None:
+    stack: Stack = request.getfixturevalue("stack" if guarded else "measured")
     gone = {"model": "general", "decision": "general_chat", "finish_reason": "gone"}
     before = _metric(stack, "vsr_answers_total", **gone)
 
@@ -297,7 +299,8 @@ def test_a_client_that_leaves_mid_stream_is_counted_and_nothing_hangs(
 
     asyncio.run(leave())
     assert _settled(stack, "vsr_answers_total", before + 1, **gone) == before + 1
-    assert _chat(http, content="still serving").status_code == 200
+    with httpx.Client(base_url=stack.url, timeout=30.0) as http:
+        assert _chat(http, content="still serving").status_code == 200
 
 
 def test_a_large_streamed_answer_passes_whole_through_the_guards(http: httpx.Client) -> None:
@@ -319,14 +322,17 @@ def test_explain_is_not_served_on_a_listener_that_did_not_ask_for_it(
     assert http.get("/v1/router/anything").status_code == 404
 
 
-# --- answers only measured: Envoy sends the first chunk without waiting for the headers'
-# reply (no response decision ever asks it to buffer), and nothing is lost or held
+# --- answers only measured: an observing filter copies them to the processor, which never
+# holds them; nothing is lost, and the routing filter does not process answers at all
 
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     document = yaml.safe_load((ROOT / "deploy" / "examples" / "rules-only.yaml").read_text())
     document["responses"] = {"enabled": True}
+    for decision in document["decisions"]:
+        if decision["name"] == "coding":
+            decision["action"]["process_response"] = False
     running = start_stack(document, tmp_path_factory.mktemp("measured"))
     yield running
     running.stop()
@@ -335,8 +341,11 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def test_measured_answers_pass_unchanged_and_are_counted(measured: Stack) -> None:
     bootstrap = yaml.safe_load(measured.envoy_config.read_text())
     hcm = bootstrap["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
-    ext_proc = hcm["typed_config"]["http_filters"][0]["typed_config"]
-    assert ext_proc["send_body_without_waiting_for_header_response"] is True
+    routing, observing = hcm["typed_config"]["http_filters"][:2]
+    # the routing filter could read answers (a reload may add a response decision), but
+    # the processor ends its stream after the request
+    assert routing["typed_config"]["processing_mode"]["response_header_mode"] == "SEND"
+    assert observing["typed_config"]["observability_mode"] is True
     route = {"model": "general", "decision": "general_chat"}
     before = _metric(measured, "vsr_answers_total", **route, status="2xx")
     first_tokens = _metric(measured, "gen_ai_server_time_to_first_token_seconds_count", **route)
@@ -358,3 +367,66 @@ def test_measured_answers_pass_unchanged_and_are_counted(measured: Stack) -> Non
     assert _settled(measured, "vsr_answers_total", before + 4, **route, status="2xx") == before + 4
     moved = _metric(measured, "gen_ai_server_time_to_first_token_seconds_count", **route)
     assert moved == first_tokens + 3
+
+
+def test_a_measured_answer_is_recorded_with_its_usage_and_timings(measured: Stack) -> None:
+    with httpx.Client(base_url=measured.url, timeout=30.0) as http:
+        streamed = _chat(http, stream=True, content="w" * 400, chunks=4)
+        plain = _chat(http, content="v" * 40, usage=False)
+        streamed_record = _record(http, streamed.headers["x-vsr-replay-id"])["response"]
+        plain_record = _record(http, plain.headers["x-vsr-replay-id"])["response"]
+    assert streamed_record["stream"] is True
+    assert streamed_record["finish_reason"] == "stop"
+    assert streamed_record["usage"] == {"input_tokens": 3, "output_tokens": 100, "estimated": False}
+    first, total = (
+        streamed_record["timings"]["first_token_s"],
+        streamed_record["timings"]["total_s"],
+    )
+    assert 0 <= first <= total < 10
+    # no usage from the upstream: both counts estimated from the request and the text
+    assert plain_record["usage"] == {"input_tokens": 3, "output_tokens": 10, "estimated": True}
+    assert plain_record["stream"] is False
+
+
+def test_a_measured_route_that_opts_out_is_not_observed(measured: Stack) -> None:
+    coding = {"model": "coder", "decision": "coding"}
+    before = _metric(measured, "vsr_answers_total", **coding)
+    general = {"model": "general", "decision": "general_chat"}
+    counted = _metric(measured, "vsr_answers_total", **general)
+    with httpx.Client(base_url=measured.url, timeout=30.0) as http:
+        fixed = _chat(http, prompt="please fix this bug in my function", content="fixed")
+        assert fixed.headers["x-vsr-decision"] == "coding"
+        assert _chat(http, content="counted").status_code == 200
+    assert fixed.json()["choices"][0]["message"]["content"] == "fixed"
+    # the measured answer is counted; the opted-out one, sent before it, never is
+    assert _settled(measured, "vsr_answers_total", counted + 1, **general) == counted + 1
+    assert _metric(measured, "vsr_answers_total", **coding) == before
+
+
+def test_a_response_decision_added_by_a_reload_guards_at_once(measured: Stack) -> None:
+    """A measuring stack's Envoy config already lets the routing filter read answers: a
+    reload that adds the first response decision needs no new Envoy config to guard."""
+    assert measured.processor_config is not None
+    original = measured.processor_config.read_text()
+    guarded = yaml.safe_load(original)
+    demo = yaml.safe_load(DEMO.read_text())
+    guarded["signals"]["tool_call"] = demo["signals"]["tool_call"]
+    guarded["signals"]["output"] = demo["signals"]["output"]
+    guarded["responses"] = copy.deepcopy(demo["responses"])
+    reloads = _metric(measured, "vsr_config_reloads_total", result="success")
+    call = _tool("save_memory", note=f"Jane Doe, passport number {PASSPORT}, renews in May")
+    try:
+        measured.processor_config.write_text(yaml.safe_dump(guarded))
+        assert _settled(measured, "vsr_config_reloads_total", reloads + 1, result="success") == (
+            reloads + 1
+        )
+        with httpx.Client(base_url=measured.url, timeout=30.0) as http:
+            answer = _chat(http, tool_calls=[call])
+        assert answer.status_code == 403
+        assert answer.json()["error"]["decision"] == "refuse_memory_pii"
+        assert PASSPORT not in answer.text
+    finally:
+        measured.processor_config.write_text(original)
+        assert _settled(measured, "vsr_config_reloads_total", reloads + 2, result="success") == (
+            reloads + 2
+        )

@@ -120,3 +120,44 @@ def test_explain_is_not_served_on_the_listener_unless_asked_for() -> None:
     assert asked["router-api-explain"]["match"] == {"path": "/v1/router/explain"}
     closed = _routes(expose_explain=False, expose_router_api=False)
     assert [name for name in closed if name.startswith("router-api")] == ["router-api-not-exposed"]
+
+
+def _filters(bootstrap: dict) -> dict[str, dict]:
+    return {f["name"]: f["typed_config"] for f in _hcm(bootstrap)["http_filters"]}
+
+
+def test_answers_only_measured_go_to_an_observing_filter_on_twin_routes() -> None:
+    document = yaml.safe_load((ROOT / DEMO).read_text())
+    document["responses"] = {"enabled": True}
+    from vsr_extproc.config.compile import parse_config
+
+    bootstrap = build_bootstrap(parse_config(document))
+    filters = _filters(bootstrap)
+    routing, observing = filters["envoy.filters.http.ext_proc"], filters["vsr.observe_answers"]
+    # the routing filter can still read answers, for a response decision a reload adds;
+    # the observing one never holds them
+    assert routing["processing_mode"]["response_body_mode"] == "STREAMED"
+    assert routing["allow_mode_override"] is True
+    assert observing["observability_mode"] is True
+    assert observing["processing_mode"]["request_header_mode"] == "SKIP"
+    assert observing["processing_mode"]["response_body_mode"] == "STREAMED"
+    assert observing["metadata_options"] == {"forwarding_namespaces": {"untyped": ["vsr"]}}
+    routes = _hcm(bootstrap)["route_config"]["virtual_hosts"][0]["routes"]
+    names = [route["name"] for route in routes]
+    for model in ("general", "medical", "code_review"):
+        twin = routes[names.index(f"model-{model}-observed")]
+        assert names.index(f"model-{model}-observed") < names.index(f"model-{model}")
+        assert {"name": "x-vsr-observe-answer", "present_match": True} in twin["match"]["headers"]
+        assert "vsr.observe_answers" not in twin.get("typed_per_filter_config", {})
+    # every other route, the catch-all and the router API included, turns it off
+    for route in routes:
+        if not route["name"].endswith("-observed"):
+            assert route["typed_per_filter_config"]["vsr.observe_answers"]["disabled"] is True
+
+
+def test_answers_that_a_decision_reads_are_processed_in_line() -> None:
+    filters = _filters(_demo_bootstrap())  # the demo has response decisions
+    assert "vsr.observe_answers" not in filters
+    routing = filters["envoy.filters.http.ext_proc"]
+    assert routing["processing_mode"]["response_body_mode"] == "STREAMED"
+    assert routing["allow_mode_override"] is True

@@ -35,6 +35,7 @@ from vsr_extproc.replay import (
     new_replay_id,
     open_store,
 )
+from vsr_extproc.replay import store as replay_store
 from vsr_extproc.replay.postgres import PostgresReplayStore
 from vsr_extproc.replay.record import IMAGE_FAMILIES
 from vsr_extproc.replay.store import SQLITE_SCHEMA_VERSION
@@ -501,6 +502,39 @@ def test_a_response_to_a_queued_record_waits_for_it_and_is_served_at_once() -> N
     assert store.records["a"].response == {"status": 503}
     assert store.calls == [("put_many", ["a"]), ("put_responses", ["a", "a"])]
     assert (recorder.written, recorder.responded, recorder.failed) == (1, 2, 0)
+
+
+def test_a_response_that_arrives_before_its_record_waits_for_it() -> None:
+    """On a shared store the replica that measured an answer may not be the one that
+    decided it, and may get there first: the response waits for the record."""
+    store = MemoryStore()
+    measuring = ReplayRecorder(store, max_age_s=60, max_records=10)
+    deciding = ReplayRecorder(store, max_age_s=60, max_records=10)
+    try:
+        assert measuring.respond("a", {"status": 200})
+        assert _eventually(lambda: ("put_responses", ["a"]) in store.calls)
+        assert deciding.record(plain("a", 1.0))
+        assert _eventually(lambda: "a" in store.records)
+        assert _eventually(lambda: store.records["a"].response == {"status": 200})
+    finally:
+        deciding.close()
+        measuring.close()
+    assert (measuring.responded, measuring.failed) == (1, 0)
+
+
+def test_a_response_whose_record_never_comes_is_counted_as_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(replay_store, "UNMATCHED_WAIT_S", 0.05)
+    store = MemoryStore()
+    recorder = ReplayRecorder(store, max_age_s=60, max_records=10)
+    try:
+        assert recorder.respond("gone", {"status": 200})
+        assert _eventually(lambda: recorder.failed == 1)
+    finally:
+        recorder.close()
+    assert recorder.responded == 0
+    assert "gone" not in store.records
 
 
 def test_a_response_to_a_written_record_is_set_in_the_store() -> None:

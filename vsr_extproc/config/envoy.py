@@ -12,6 +12,14 @@ What it encodes, each point measured against Envoy 1.40:
   503 "no model was selected"; fail-open, it sends the request to the default model.
 * BUFFERED bodies up to ``buffer_limit_bytes`` (32 MiB by default; over it Envoy answers
   413) and a gRPC message cap above that on both sides.
+* Answers that are only measured (a response phase with no response decision) are copied
+  to the processor by a second ext_proc filter in *observability mode*: Envoy sends it the
+  answer's headers and chunks and never waits for a reply, so the client's stream is not
+  held. Every route turns the filter off except twin model routes that match
+  ``x-vsr-observe-answer``, which the processor sets on measured decisions only; what the
+  processor decided reaches the observing stream as dynamic metadata (``vsr.answer``).
+  Answers that a response decision reads go through the routing filter instead, in
+  streamed mode, so a guard holds what it must.
 * Envoy's own error replies (413, 5xx) become OpenAI-style JSON through
   ``local_reply_config``; the processor's immediate answers carry dynamic metadata
   ``vsr.immediate = true`` so those mappers leave them untouched.
@@ -43,6 +51,7 @@ from vsr_extproc.core.headers import (
     DECISION_HEADER,
     METADATA_NAMESPACE,
     MODEL_HEADER,
+    OBSERVE_HEADER,
     REPLAY_HEADER,
     SOURCE_ADDRESS,
 )
@@ -50,6 +59,9 @@ from vsr_extproc.errors import ConfigError
 
 DEBUG_HEADERS = (DEBUG_SIGNALS_HEADER, DEBUG_REASON_HEADER)
 PROCESSOR_CLUSTER = "vsr_extproc"
+ROUTING_FILTER = "envoy.filters.http.ext_proc"
+#: the ext_proc filter that copies measured answers to the processor (observability mode)
+OBSERVING_FILTER = "vsr.observe_answers"
 
 _TYPES = "type.googleapis.com/envoy.extensions"
 HEADER = """\
@@ -70,8 +82,22 @@ def build_bootstrap(config: RouterConfig) -> dict[str, Any]:
         _model_route(model.name, clusters[model.cluster], response_headers)
         for model in config.models
     ]
-    routes[:0] = _router_api_routes(envoy)
     routes.append(_catch_all(config, envoy, clusters))
+    if observes_answers(config):
+        # every other route turns the observing filter off; the processor re-selects the
+        # route before that filter reads its per-route config
+        for route in routes:
+            route.setdefault("typed_per_filter_config", {}).update(_no_ext_proc(OBSERVING_FILTER))
+        # first: a measured request matches its model's observed twin before the plain one
+        routes[:0] = [
+            _model_route(model.name, clusters[model.cluster], response_headers, observed=True)
+            for model in config.models
+        ]
+    api = _router_api_routes(envoy)
+    if observes_answers(config):
+        for route in api:
+            route["typed_per_filter_config"].update(_no_ext_proc(OBSERVING_FILTER))
+    routes[:0] = api
     return {
         "admin": {"address": _socket(envoy.admin)},
         "static_resources": {
@@ -162,8 +188,18 @@ def _response_headers(config: RouterConfig) -> list[dict[str, Any]]:
     ]
 
 
+def observes_answers(config: RouterConfig) -> bool:
+    """Whether answers are only measured: no response decision reads them, so they are
+    observed (copied to the processor) rather than processed in line."""
+    return config.responses.enabled and not config.responses.decisions
+
+
 def _model_route(
-    model: str, cluster: ClusterConfig, response_headers: list[dict[str, Any]]
+    model: str,
+    cluster: ClusterConfig,
+    response_headers: list[dict[str, Any]],
+    *,
+    observed: bool = False,
 ) -> dict[str, Any]:
     route: dict[str, Any] = {"cluster": cluster.name, "timeout": _seconds(cluster.timeout_ms)}
     if cluster.retries:
@@ -172,7 +208,7 @@ def _model_route(
             "retriable_status_codes": [503],
             "num_retries": cluster.retries,
         }
-    return {
+    built: dict[str, Any] = {
         "name": f"model-{model}",
         "match": {
             "prefix": "/",
@@ -181,6 +217,10 @@ def _model_route(
         "route": route,
         "response_headers_to_add": response_headers,
     }
+    if observed:
+        built["name"] = f"model-{model}-observed"
+        built["match"]["headers"].append({"name": OBSERVE_HEADER, "present_match": True})
+    return built
 
 
 ROUTER_API_CLUSTER = "vsr_router_api"
@@ -211,12 +251,8 @@ def _router_api_routes(envoy: EnvoyConfig) -> list[dict[str, Any]]:
     return routes
 
 
-def _no_ext_proc() -> dict[str, Any]:
-    return {
-        "envoy.filters.http.ext_proc": _typed(
-            "filters.http.ext_proc.v3.ExtProcPerRoute", disabled=True
-        )
-    }
+def _no_ext_proc(name: str = ROUTING_FILTER) -> dict[str, Any]:
+    return {name: _typed("filters.http.ext_proc.v3.ExtProcPerRoute", disabled=True)}
 
 
 def _router_api_route(name: str, match: dict[str, str]) -> dict[str, Any]:
@@ -280,7 +316,8 @@ def _listener(
             "virtual_hosts": [{"name": "models", "domains": ["*"], "routes": routes}],
         },
         http_filters=[
-            {"name": "envoy.filters.http.ext_proc", "typed_config": _ext_proc(config, envoy)},
+            {"name": ROUTING_FILTER, "typed_config": _ext_proc(config, envoy)},
+            *([_observing_filter(config)] if observes_answers(config) else []),
             {
                 "name": "envoy.filters.http.router",
                 "typed_config": _typed("filters.http.router.v3.Router"),
@@ -303,13 +340,10 @@ def _listener(
 
 def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
     answers: dict[str, Any] = {}
-    if config.responses.enabled and config.responses.decisions:
+    if config.responses.enabled:
         # a JSON answer that a response decision reads is buffered instead of streamed
+        # (with no decision yet, one a reload adds works at once)
         answers["allow_mode_override"] = True
-    elif config.responses.enabled:
-        # answers are only measured, never buffered: the first chunk leaves for the
-        # processor with the headers instead of one round trip after them
-        answers["send_body_without_waiting_for_header_response"] = True
     return _typed(
         "filters.http.ext_proc.v3.ExternalProcessor",
         grpc_service={
@@ -329,13 +363,45 @@ def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
     )
 
 
+def _observing_filter(config: RouterConfig) -> dict[str, Any]:
+    """Copies measured answers to the processor without holding them.
+
+    In observability mode Envoy sends the answer's headers and each chunk and continues at
+    once; the processor never replies. It learns what was decided (replay id, decision,
+    model, when the request left) from the ``vsr`` metadata the routing filter received,
+    so any processor replica can measure any answer.
+    """
+    envoy = config.envoy
+    assert envoy is not None
+    processor = _typed(
+        "filters.http.ext_proc.v3.ExternalProcessor",
+        grpc_service={"envoy_grpc": {"cluster_name": PROCESSOR_CLUSTER}},
+        # an observer that is down never costs the client its answer
+        failure_mode_allow=True,
+        observability_mode=True,
+        processing_mode={
+            "request_header_mode": "SKIP",
+            "request_body_mode": "NONE",
+            "request_trailer_mode": "SKIP",
+            "response_header_mode": "SEND",
+            "response_body_mode": "STREAMED",
+            "response_trailer_mode": "SKIP",
+        },
+        message_timeout=_seconds(envoy.message_timeout_ms),
+        metadata_options={"forwarding_namespaces": {"untyped": [METADATA_NAMESPACE]}},
+    )
+    return {"name": OBSERVING_FILTER, "typed_config": processor}
+
+
 def _processing_mode(config: RouterConfig) -> dict[str, str]:
     """Request bodies buffered; answers streamed when the policy has a response phase.
 
     Streamed mode hands each chunk of an answer to the processor as it arrives, so tokens
     are not held back. A request whose decision needs nothing from its answer pays nothing:
     the processor ends the gRPC stream after the request, and Envoy then sends it neither
-    headers nor body of the answer.
+    headers nor body of the answer. That is also the case of answers that are only
+    measured: they go to the observing filter (``_observing_filter``), and the routing
+    filter gets them only when a reload adds a response decision that must read them.
     """
     responses = config.responses.enabled
     return {

@@ -11,6 +11,9 @@ MODEL_HEADER = "x-vsr-selected-model"
 REDACTED_HEADER = "x-vsr-redacted"
 #: links every response to its decision record (GET /v1/router/replay/{id})
 REPLAY_HEADER = "x-vsr-replay-id"
+#: set on routed requests whose answers are only measured: their route turns on the
+#: observing ext_proc filter, which copies the answer to the processor without holding it
+OBSERVE_HEADER = "x-vsr-observe-answer"
 #: debug headers, only for callers that ask and are trusted
 DEBUG_SIGNALS_HEADER = "x-vsr-debug-signals"
 DEBUG_REASON_HEADER = "x-vsr-debug-reason"

@@ -22,6 +22,7 @@ from vsr_extproc.core.headers import (
     METADATA_NAMESPACE,
     MODEL_HEADER,
     NO_MODEL,
+    OBSERVE_HEADER,
     REDACTED_HEADER,
     REPLAY_HEADER,
     ROUTER_HEADER_PREFIX,
@@ -110,6 +111,31 @@ def body_response(
         clear_route_cache=True,
     )
     return ext_proc.ProcessingResponse(request_body=ext_proc.BodyResponse(response=common))
+
+
+#: the ``vsr`` metadata key that carries an observed answer's decision
+OBSERVED_KEY = "answer"
+
+
+def observe_answer(response: ext_proc.ProcessingResponse, decided: dict[str, object]) -> None:
+    """Send this routed request's answer to the observing filter: set the header its
+    route matches, and hand what was decided on as dynamic metadata (``vsr.answer``),
+    which that filter forwards to the processor with the answer."""
+    common = response.request_body.response
+    common.header_mutation.set_headers.extend(_set([(OBSERVE_HEADER, "1")]))
+    response.dynamic_metadata.update({METADATA_NAMESPACE: {OBSERVED_KEY: decided}})
+
+
+def observed_decision(message: ext_proc.ProcessingRequest) -> dict[str, object] | None:
+    """What ``observe_answer`` handed on, as the observing filter forwards it; None when
+    the message carries none."""
+    namespace = message.metadata_context.filter_metadata.get(METADATA_NAMESPACE)
+    if namespace is None or OBSERVED_KEY not in namespace.fields:
+        return None
+    value = namespace.fields[OBSERVED_KEY]
+    if value.WhichOneof("kind") != "struct_value":
+        return None
+    return dict(value.struct_value.items())
 
 
 def immediate_response(

@@ -11,6 +11,11 @@
    mode override), streams stay in streamed mode; anything else ends the stream here.
 4. ``response_body``: measured and guarded (``vsr_extproc.response.guard``); the stream
    ends with the answer.
+
+Answers that are only measured (no response decision reads them) do not keep the routing
+stream: the decision is handed to Envoy's observing filter as metadata, and that filter
+opens a second stream, in observability mode, that carries the answer and is never
+answered (``_observe``).
 """
 
 from __future__ import annotations
@@ -19,8 +24,8 @@ import asyncio
 import hmac
 import ipaddress
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from time import perf_counter
+from dataclasses import dataclass, replace
+from time import perf_counter, time
 from typing import Any
 
 import structlog
@@ -29,7 +34,7 @@ from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ext_proc_gr
 
 from vsr_extproc.core.answers import Answer, decision_answer, error_answer
 from vsr_extproc.core.decision import RoutingDecision
-from vsr_extproc.core.policy import Policy, RouteAction
+from vsr_extproc.core.policy import Policy, RouteAction, estimate_tokens
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
@@ -47,6 +52,8 @@ from vsr_extproc.envoy.convert import (
     header_map,
     headers_response,
     immediate_response,
+    observe_answer,
+    observed_decision,
     response_body,
     response_headers,
     response_refusal,
@@ -131,6 +138,10 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
         try:
             async for message in requests:
                 phase = message.WhichOneof("request")
+                if message.observability_mode:
+                    # the observing filter's stream: an answer to measure, never replied to
+                    await self._observe(message, requests)
+                    return
                 if phase == "request_headers":
                     exchange, response = self._on_headers(message)
                     yield response
@@ -160,6 +171,55 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                 # the end of the answer, a refusal, or a client or upstream gone mid-way
                 seen, answer = exchange.seen, exchange.answer
                 self.observer.responded(seen, exchange.decision, exchange.model, answer)
+
+    async def _observe(
+        self, first: ext_proc.ProcessingRequest, requests: AsyncIterator[ext_proc.ProcessingRequest]
+    ) -> None:
+        """Measure an answer that passes to the client unheld.
+
+        The routing stream that decided the request has ended; what it decided arrives as
+        metadata with the first message, and timings are wall-clock (``time``), so the
+        replica that observes need not be the one that decided.
+        """
+        decided = observed_decision(first)
+        if decided is None:
+            log.warning("observed_answer_without_decision")
+            return
+        policy = self.router.policy
+        replay_id = str(decided.get("replay_id", ""))
+        seen = Seen(str(decided.get("request_id", "")), replay_id, policy.fingerprint,
+                    perf_counter())  # fmt: skip
+        answer = ResponseExchange(
+            # nothing observed can be changed or refused: measured, never guarded (even
+            # when a reload has since added a response decision)
+            replace(policy.responses, decisions=()),
+            None,
+            released_at=_number(decided.get("released_at"), time()),
+            clock=time,
+            input_estimate=int(_number(decided.get("input_tokens"), 0)),
+        )
+        message: ext_proc.ProcessingRequest | None = first
+        try:
+            while message is not None:
+                phase = message.WhichOneof("request")
+                if phase == "response_headers":
+                    answer.on_headers(header_map(message.response_headers))
+                    if message.response_headers.end_of_stream:
+                        answer.on_body(b"", True)
+                elif phase == "response_body":
+                    body = message.response_body
+                    if len(body.body) > 65_536:
+                        await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
+                    else:
+                        answer.on_body(body.body, body.end_of_stream)
+                if answer.ended_at is not None:
+                    break
+                message = await anext(requests, None)
+        except Exception:
+            log.exception("observe_failed", replay_id=replay_id)
+        finally:
+            decision, model = str(decided.get("decision", "")), str(decided.get("model", ""))
+            self.observer.responded(seen, decision, model, answer)
 
     async def _on_response_body(
         self, answer: ResponseExchange, body: ext_proc.HttpBody
@@ -217,11 +277,14 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
             else:
                 response = _respond(decision, request, exchange)
             if _takes_part_in_responses(decision, policy):
-                exchange.answer = ResponseExchange(policy.responses, request)
-                exchange.decision = decision.name
-                exchange.model = decision.model.name if decision.model else ""
+                model = decision.model.name if decision.model else ""
+                if policy.responses.guards:
+                    exchange.answer = ResponseExchange(policy.responses, request)
+                    exchange.decision, exchange.model = decision.name, model
+                else:
+                    observe_answer(response, _decided(seen, decision.name, model, request))
                 response.request_body.response.header_mutation.remove_headers.append(
-                    "accept-encoding"  # the guards read answers as the model wrote them
+                    "accept-encoding"  # answers are read as the model wrote them
                 )
         except RequestError as exc:
             self.observer.rejected(seen, body, exc)
@@ -250,6 +313,24 @@ def _takes_part_in_responses(decision: RoutingDecision, policy: Policy) -> bool:
         and action.process_response
         and decision.model is not None
     )
+
+
+def _decided(
+    seen: Seen, decision: str, model: str, request: NormalizedRequest
+) -> dict[str, object]:
+    """What the observing stream needs to measure an answer it did not decide."""
+    return {
+        "replay_id": seen.replay_id,
+        "request_id": seen.request_id,
+        "decision": decision,
+        "model": model,
+        "input_tokens": estimate_tokens(request.text_chars, len(request.images)),
+        "released_at": time(),
+    }
+
+
+def _number(value: object, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default
 
 
 def _on_response_headers(

@@ -355,6 +355,10 @@ def open_store(config: ReplayConfig, *, readonly: bool = False) -> ReplayStore:
 
 
 _BATCH = 256  # queued items per transaction at most
+#: how long a response waits for its record to reach the store, and for how many records
+UNMATCHED_WAIT_S = 10.0
+UNMATCHED_MAX = 10_000
+_UNMATCHED_EVERY_S = 0.2
 
 Build = Callable[[], "ReplayRecord | None"]
 #: a queued item: a replay id and, for a response, the response (None: the record itself)
@@ -407,6 +411,9 @@ class ReplayRecorder:
         self._pending: dict[str, ReplayRecord | Build] = {}
         #: the latest queued response of each record, for ``get``
         self._responses: dict[str, dict[str, Any]] = {}
+        #: responses whose record the store did not have yet, with when to give up: on a
+        #: shared store another replica may have decided the request and not written it
+        self._unmatched: dict[str, tuple[float, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._stop = threading.Event()
@@ -483,7 +490,7 @@ class ReplayRecorder:
         self.store.close()
 
     def _drain(self) -> None:
-        next_prune = time.monotonic()
+        next_prune = next_retry = time.monotonic()
         while True:
             if time.monotonic() >= next_prune:
                 self._prune()
@@ -491,6 +498,9 @@ class ReplayRecorder:
             stopping = self._stop.wait(self.flush_every_s)
             while self._queue:
                 self._flush()
+            if self._unmatched and (stopping or time.monotonic() >= next_retry):
+                self._retry_unmatched(final=stopping)
+                next_retry = time.monotonic() + _UNMATCHED_EVERY_S
             if stopping:
                 return
 
@@ -551,8 +561,13 @@ class ReplayRecorder:
 
     def _respond(self, responses: list[tuple[str, dict[str, Any]]]) -> None:
         try:
-            self.store.put_responses(responses)
-            self.responded += len(responses)
+            found = self.store.put_responses(responses)
+            if found < len(responses):
+                # one by one, to learn which records are not there yet
+                missing = [item for item in responses if not self.store.put_responses([item])]
+                self._wait_for_records(missing)
+                found = len(responses) - len(missing)
+            self.responded += found
         except ReplayStoreUnavailable:
             self._count_failed(len(responses))
         except Exception:
@@ -562,6 +577,32 @@ class ReplayRecorder:
                     self.responded += 1
                 except Exception as exc:
                     self._refused(item[0], exc)
+
+    def _wait_for_records(self, missing: list[tuple[str, dict[str, Any]]]) -> None:
+        """Keep responses whose record is not stored yet, to retry for a while."""
+        give_up = time.monotonic() + UNMATCHED_WAIT_S
+        for replay_id, response in missing:
+            if replay_id in self._unmatched or len(self._unmatched) < UNMATCHED_MAX:
+                self._unmatched[replay_id] = (give_up, response)
+            else:
+                self._count_failed(1)
+
+    def _retry_unmatched(self, *, final: bool) -> None:
+        """Set the responses whose records have arrived since; drop those that waited too
+        long (a record pruned, or never written), counted as failed."""
+        now = time.monotonic()
+        for replay_id, (give_up, response) in list(self._unmatched.items()):
+            try:
+                matched = self.store.put_responses([(replay_id, response)]) > 0
+            except Exception:
+                matched = False
+            if matched:
+                self.responded += 1
+            elif not final and now < give_up:
+                continue
+            else:
+                self._count_failed(1)
+            del self._unmatched[replay_id]
 
     def _refused(self, replay_id: str, error: Exception) -> None:
         self._count_failed(1)

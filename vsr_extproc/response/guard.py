@@ -119,13 +119,22 @@ class ResponseExchange:
     def __init__(
         self,
         policy: ResponsePolicy,
-        request: NormalizedRequest,
+        request: NormalizedRequest | None,
         *,
         released_at: float | None = None,
         clock: Callable[[], float] = perf_counter,
+        input_estimate: int = 0,
     ) -> None:
+        """``request`` None: only the answer is known (an observed answer, whose request
+        another stream decided); its input tokens are then ``input_estimate`` unless the
+        answer's usage says."""
         self.policy = policy
         self.request = request
+        self.input_estimate = (
+            estimate_tokens(request.text_chars, len(request.images))
+            if request is not None
+            else input_estimate
+        )
         self.clock = clock
         self.released_at = clock() if released_at is None else released_at
         self.answer = Answer()
@@ -498,7 +507,7 @@ class ResponseExchange:
         output_tokens = usage.get("completion_tokens", usage.get("output_tokens"))
         estimated = not isinstance(input_tokens, int) or not isinstance(output_tokens, int)
         if not isinstance(input_tokens, int):
-            input_tokens = estimate_tokens(self.request.text_chars, len(self.request.images))
+            input_tokens = self.input_estimate
         if not isinstance(output_tokens, int):
             output_tokens = (answer.chars + 3) // 4
         end = self.ended_at
