@@ -430,3 +430,24 @@ def test_a_response_decision_added_by_a_reload_guards_at_once(measured: Stack) -
         assert _settled(measured, "vsr_config_reloads_total", reloads + 2, result="success") == (
             reloads + 2
         )
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["guarded", "measured"])
+def test_no_answer_is_lost_when_the_processor_ends_its_stream_early(
+    guarded: bool, request: pytest.FixtureRequest
+) -> None:
+    """The processor ends the routing stream after the request when the answer is not its
+    business (an opted-out route; an answer only observed), often while a fast upstream is
+    already answering. Envoy must then pass the answer whole: in a mode that sends the body
+    before the processor replies (full-duplex streaming) it was lost, 31 times in 120."""
+    stack: Stack = request.getfixturevalue("stack" if guarded else "measured")
+    # `coding` is opted out in both stacks; `general_chat` is guarded in one, observed in
+    # the other
+    prompts = ("please fix this bug in my function", "hello there")
+    with httpx.Client(base_url=stack.url, timeout=30.0) as http:
+        for number in range(40):
+            script = {"content": f"answer {number} in three parts", "chunks": 3}
+            prompt, gzip = prompts[number % 2], number % 4 >= 2
+            answer = _chat(http, prompt=prompt, stream=True, gzip=gzip, **script)
+            assert answer.status_code == 200
+            assert _content(answer.text) == script["content"], number

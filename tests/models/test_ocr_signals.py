@@ -31,6 +31,7 @@ from vsr_extproc.runtime.ocr import (
     _looks_like_mrz,
     mrz_band,
     normalise,
+    number_column,
     prepare,
     reading_order,
 )
@@ -407,6 +408,56 @@ def test_the_mrz_band_is_two_or_three_equal_rows_and_prose_has_none() -> None:
     # a line split by OCR into two boxes still makes one row
     split = [*page[:3], quad(40, 600, 500, 640), quad(510, 600, 960, 640), page[4]]
     assert mrz_band(split) == [3, 4, 5]
+
+
+def _quad(x0: float, y0: float, x1: float, y1: float) -> Any:
+    import numpy as np
+
+    return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32)
+
+
+def test_a_gutter_is_a_column_of_narrow_boxes_most_followed_by_code() -> None:
+    # twelve right-aligned numbers, 1-2 digits wide; every third line blank (no code)
+    numbers = [_quad(40 if n < 10 else 30, 20 + 30 * n, 52, 40 + 30 * n) for n in range(12)]
+    code = [_quad(70, 20 + 30 * n, 300 + 10 * n, 40 + 30 * n) for n in range(12) if n % 3]
+    boxes = [*code, *numbers]
+    column = number_column(boxes)
+    assert column == list(range(len(code), len(boxes)))  # the numbers, top to bottom
+    assert number_column(boxes[: len(code) + 7]) == []  # too few for a gutter
+    # the same column with nothing to its right: a list of short words, not a gutter
+    assert number_column(numbers) == []
+    # the MRZ band's boxes are never taken for one
+    assert number_column(boxes, exclude=set(range(len(code), len(boxes)))) == []
+
+
+def _gutter_screen(labels: list[str]) -> Image.Image:
+    font = ImageFont.truetype(str(MONO), 18) if MONO.exists() else ImageFont.load_default(18)
+    canvas = Image.new("RGB", (760, 40 + 28 * len(labels)), "white")
+    draw = ImageDraw.Draw(canvas)
+    for row, label in enumerate(labels):
+        y = 20 + 28 * row
+        draw.text((60 - draw.textlength(label, font=font), y), label, fill="grey", font=font)
+        if row % 4 != 3:  # every fourth line blank; the others of different lengths
+            code = f"total_{row} = compute(values[{row}]" + ", scale=2" * (row % 3) + ")"
+            draw.text((90, y), code, fill="black", font=font)
+    return canvas
+
+
+def test_an_editors_line_numbers_are_known_from_a_sample_and_left_unread(router: Router) -> None:
+    engine = _engine(router)
+    numbered = engine.read(_gutter_screen([str(n) for n in range(1, 21)]))
+    assert numbered.complete
+    assert numbered.line_numbers >= 10
+    assert numbered.read + numbered.line_numbers == numbered.boxes
+    assert "total_18 = compute(values[18])" in numbered.text
+    # no number is left on any line, read or not: a screen where only some lines carry
+    # one would not read as code with a gutter
+    assert not [line for line in numbered.text.splitlines() if line[:1].isdigit()]
+    # a column that does not count up is read whole
+    words = ["id", "qty", "sku", "tax", "net", "sum", "due", "fee", "vat", "cap", "max", "min"]
+    labelled = engine.read(_gutter_screen(words))
+    assert labelled.line_numbers == 0
+    assert labelled.read == labelled.boxes
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,7 @@ class ImageText:
     boxes: int = 0  # text boxes found
     read: int = 0  # of them recognised (all of them when complete)
     mrz_read: bool = True  # every box that could hold an MRZ was recognised
+    line_numbers: int = 0  # boxes of an editor's line numbers, known from a sample, unread
 
 
 class ImageReader:
@@ -229,6 +230,7 @@ def _image_text(result: OcrResult) -> ImageText:
         boxes=result.boxes,
         read=result.read,
         mrz_read=result.mrz_read,
+        line_numbers=result.line_numbers,
     )
 
 
@@ -437,6 +439,8 @@ class ImageTextSignal(AsyncSignal):
         }
         if read.cached:
             report["cached"] = True
+        if read.line_numbers:
+            report["line_numbers_unread"] = read.line_numbers
         if not read.complete:
             report["complete"] = False
             report["read"] = f"{read.read}/{read.boxes} text boxes"
