@@ -96,7 +96,12 @@ def test_a_signal_that_hangs_times_out_and_on_error_decides_in_time(
     assert response.status_code == 200
     assert response.headers["x-vsr-decision"] == "hang_fallback"
     signals = {s["signal"]: s for s in _explained(faulty, document)["signals"]}
-    assert signals["image_text.hangs"]["error"] == "timed out after 1 ms"
+    # the runner's timeout, or the signal's own answer just before it (at 95 % of its
+    # budget, with the images read by then): which comes first is the scheduler's call
+    assert signals["image_text.hangs"]["error"] in (
+        "timed out after 1 ms",
+        "image 0: not read within 1 ms",
+    )
 
 
 def test_a_model_runtime_that_raises_is_handled_by_on_error(

@@ -29,6 +29,7 @@ from vsr_extproc.runtime.ocr import (
     OcrResult,
     OcrStopped,
     _looks_like_mrz,
+    _without_line_numbers,
     mrz_band,
     normalise,
     number_column,
@@ -428,6 +429,16 @@ def test_a_gutter_is_a_column_of_narrow_boxes_most_followed_by_code() -> None:
     assert number_column(numbers) == []
     # the MRZ band's boxes are never taken for one
     assert number_column(boxes, exclude=set(range(len(code), len(boxes)))) == []
+
+
+def test_a_gutters_numbers_go_from_its_own_column_and_nowhere_else() -> None:
+    numbers = [_quad(300, 20 + 30 * n, 320, 40 + 30 * n) for n in range(8)]
+    joined = _quad(298, 260, 700, 280)  # a number the detector joined to its code
+    tree = _quad(10, 260, 200, 280)  # an IDE's file tree, left of the gutter
+    boxes = [*numbers, joined, tree]
+    readings = {0: ("1", 0.99), 8: ("9 total = 1", 0.95), 9: ("2024_report.py", 0.97)}
+    _without_line_numbers(boxes, readings, list(range(8)))
+    assert readings == {0: ("", 0.99), 8: ("total = 1", 0.95), 9: ("2024_report.py", 0.97)}
 
 
 def _gutter_screen(labels: list[str]) -> Image.Image:

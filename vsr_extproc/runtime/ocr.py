@@ -610,11 +610,15 @@ def _without_line_numbers(
     some numbers to their code). A screen whose lines all carry their number reads as
     code with a gutter; one where only some do reads as lines that start with numbers, so
     left unread, the numbers must go from every line."""
-    gutter_right = max(float(boxes[index][:, 0].max()) for index in column)
+    lefts = [float(boxes[index][:, 0].min()) for index in column]
+    right = max(float(boxes[index][:, 0].max()) for index in column)
+    # from the gutter's left edge, less a digit's width, to its right edge: an IDE's file
+    # tree further left keeps a name such as ``2024_report.py`` whole
+    left = min(lefts) - float(np.median([_text_height(boxes[index]) for index in column]))
     for index, (text, confidence) in readings.items():
         if index in column:
             readings[index] = ("", confidence)
-        elif float(boxes[index][:, 0].min()) < gutter_right:
+        elif left <= float(boxes[index][:, 0].min()) < right:
             readings[index] = (_LEADING_NUMBER.sub("", text, count=1), confidence)
 
 
