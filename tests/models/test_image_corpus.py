@@ -88,3 +88,45 @@ def test_a_second_look_at_the_mrz_band_recovers_what_the_first_reading_garbled(
     # every line of the zone is in the text, however unsure the recogniser was of it
     mrz_lines = [line for line in page.truth.splitlines() if "<<" in line]
     assert sum("<<" in line.text for line in second.lines) == len(mrz_lines)
+
+
+def test_a_second_look_holds_when_the_bands_lines_finish_out_of_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lines are read two at a time. A TD1 card's band is read second line first (the
+    first line held up 0.1 s, the third 0.3 s, so the second line's thread finishes it and
+    takes the third), and is still joined and looked at again in its own order: each
+    look's reading goes with its own line. (Read in the order they finished, the lines
+    verified in the second look's combinations but landed in each other's places.)"""
+    import time
+
+    from vsr_extproc.detectors import find_mrz
+    from vsr_extproc.runtime import ocr
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.signals.image_text import verified_mrz
+
+    image = decode_image(imagegen.sample("dev/td1-008").data).image
+    engine = ocr.OcrEngine(ocr.OcrSettings(threads=2), mrz_check=verified_mrz)
+    pixels, _ = ocr.prepare(image, 1, engine.settings.max_side)
+    boxes = engine._detect(pixels)
+    first, _, third = (boxes[index] for index in ocr.mrz_band(boxes))
+    crop, recognise = ocr._crop, engine._recognise
+    held: dict[int, float] = {}  # the crops of the first and third lines, as cut
+
+    def cutting(pixels: object, quad: object) -> object:
+        piece = crop(pixels, quad)  # type: ignore[arg-type]
+        for line, seconds in ((first, 0.1), (third, 0.3)):
+            if (quad == line).all():  # type: ignore[operator]
+                held[id(piece)] = seconds
+        return piece
+
+    def holding(piece: object) -> tuple[str, float]:
+        time.sleep(held.get(id(piece), 0.0))
+        return recognise(piece)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ocr, "_crop", cutting)
+    monkeypatch.setattr(engine, "_recognise", holding)
+    result = engine.read(image)
+    assert held  # the first line was held up
+    assert [(m.format, m.valid) for m in find_mrz(result.text)] == [("td1", True)]
+    engine.close()

@@ -10,7 +10,8 @@ import asyncio
 import functools
 import io
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from vsr_extproc.runtime.ocr import (
     OcrEngine,
     OcrLine,
     OcrResult,
+    OcrSettings,
     OcrStopped,
     _looks_like_mrz,
     _without_line_numbers,
@@ -292,8 +294,16 @@ def test_an_image_that_outlasts_the_signal_costs_only_its_own_findings(
     engine.close()
 
 
+def _one_line_at_a_time(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine reads its boxes one after another, so that the order in which they are
+    recognised is the order in which they are taken (side by side, two lines finish in
+    either order)."""
+    monkeypatch.setattr(engine, "settings", replace(engine.settings, threads=1))
+
+
 def _stop_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, boxes: int) -> None:
     """Make OCR run out of time after recognising ``boxes`` text boxes."""
+    _one_line_at_a_time(engine, monkeypatch)
     recognise = engine._recognise
     done: list[int] = []
 
@@ -308,6 +318,7 @@ def _stop_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, boxes: int) 
 
 def _recorded(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts ``engine`` recognises from now on, in the order it reads its boxes."""
+    _one_line_at_a_time(engine, monkeypatch)
     texts: list[str] = []
     recognise = engine._recognise
 
@@ -469,6 +480,107 @@ def test_an_editors_line_numbers_are_known_from_a_sample_and_left_unread(router:
     labelled = engine.read(_gutter_screen(words))
     assert labelled.line_numbers == 0
     assert labelled.read == labelled.boxes
+
+
+@pytest.fixture(scope="module")
+def two_threads() -> Iterator[OcrEngine]:
+    """An engine that recognises two lines at a time, whatever this machine's core count."""
+    engine = OcrEngine(OcrSettings(threads=2))
+    yield engine
+    engine.close()
+
+
+def _threads_recognising(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    names: list[str] = []
+    recognise = engine._recognise
+
+    def naming(crop: Any) -> tuple[str, float]:
+        names.append(threading.current_thread().name)
+        return recognise(crop)
+
+    monkeypatch.setattr(engine, "_recognise", naming)
+    return names
+
+
+@pytest.mark.parametrize("image", ["code_clean.png", "passport.png", "gutter"])
+def test_lines_read_side_by_side_read_as_one_at_a_time(
+    two_threads: OcrEngine, monkeypatch: pytest.MonkeyPatch, image: str
+) -> None:
+    def picture() -> Image.Image:
+        if image == "gutter":
+            return _gutter_screen([str(n) for n in range(1, 21)])
+        return Image.open(IMAGES / image)
+
+    threads = _threads_recognising(two_threads, monkeypatch)
+    side_by_side = two_threads.read(picture())
+    assert len(set(threads)) == 2  # the lines really were shared out
+    _one_line_at_a_time(two_threads, monkeypatch)
+    threads.clear()
+    one_at_a_time = two_threads.read(picture())
+    assert len(set(threads)) == 1
+    assert side_by_side.complete
+    assert side_by_side.text == one_at_a_time.text
+    assert side_by_side.lines == one_at_a_time.lines
+    assert (side_by_side.read, side_by_side.line_numbers) == (
+        one_at_a_time.read,
+        one_at_a_time.line_numbers,
+    )
+
+
+def _stopped_after(engine: OcrEngine, monkeypatch: pytest.MonkeyPatch, calls: int) -> OcrResult:
+    """``engine``'s read of code_clean.png, stopped (as a deadline would stop it: no box is
+    taken after) once ``calls`` recognitions have started."""
+    stop = threading.Event()
+    recognise = engine._recognise
+    started: list[int] = []
+
+    def stopping(crop: Any) -> tuple[str, float]:
+        started.append(1)
+        if len(started) == calls:
+            stop.set()
+        return recognise(crop)
+
+    monkeypatch.setattr(engine, "_recognise", stopping)
+    try:
+        return engine.read(Image.open(IMAGES / "code_clean.png"), stop=stop)
+    finally:
+        monkeypatch.setattr(engine, "_recognise", recognise)
+
+
+def test_a_read_stopped_side_by_side_keeps_what_was_read_in_order(
+    two_threads: OcrEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop leaves the boxes taken before it read, in the engine's order (the MRZ-shaped
+    band, then top to bottom): the same as one at a time, plus at most the box the other
+    thread had taken."""
+    part = _stopped_after(two_threads, monkeypatch, 6)
+    assert not part.complete
+    assert 6 <= part.read <= 7 < part.boxes
+    with monkeypatch.context() as alone:
+        _one_line_at_a_time(two_threads, alone)
+        six, seven = (_stopped_after(two_threads, alone, calls) for calls in (6, 7))
+    assert (six.read, seven.read) == (6, 7)
+    assert set(six.lines) <= set(part.lines) <= set(seven.lines)
+
+
+def test_a_recogniser_failure_on_either_thread_fails_the_read_and_not_the_engine(
+    two_threads: OcrEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recognise = two_threads._recognise
+    calls: list[str] = []
+
+    def failing(crop: Any) -> tuple[str, float]:
+        calls.append(threading.current_thread().name)
+        if len(calls) == 5:
+            raise RuntimeError("the recogniser failed")
+        return recognise(crop)
+
+    monkeypatch.setattr(two_threads, "_recognise", failing)
+    with pytest.raises(RuntimeError, match="the recogniser failed"):
+        two_threads.read(Image.open(IMAGES / "code_clean.png"))
+    assert len(calls) <= 6  # nobody took another box once it failed
+    monkeypatch.undo()
+    assert "def " in two_threads.read(Image.open(IMAGES / "code_clean.png")).text
 
 
 @pytest.mark.parametrize(

@@ -31,15 +31,20 @@ The pipeline is rapidocr's detector and recogniser, driven here rather than thro
   65-line screenshot (127 text boxes) the column holds 48 boxes (the detector joins the
   other numbers to their code); 43 are no longer read.
 
-The onnxruntime sessions are rebuilt with two intra-op threads (the machines have two
-cores; one thread cost ~25% more latency for ~20% less CPU), onnxruntime's memory arena
-(rapidocr turns it off; it measured no worse) and without spin-waiting: spinning bought
-~9% OCR latency for ~25% more CPU burnt and ~20% less throughput for a Python thread
-running beside it — on two cores, that thread is every other signal.
+The onnxruntime sessions are rebuilt with onnxruntime's memory arena (rapidocr turns it
+off; it measured no worse) and without spin-waiting: spinning bought ~9% OCR latency for
+~25% more CPU burnt and ~20% less throughput for a Python thread running beside it — on two
+cores, that thread is every other signal. The detector, one large image, runs two intra-op
+threads (the machines have two cores; one thread cost ~25% more latency for ~20% less CPU).
+The recogniser runs one: text lines are read side by side instead, two at a time, each on
+its own thread (``OcrEngine._each``). A line is too small a job for two intra-op threads to
+share well: recognising the 62 boxes of the benchmark's 65-line screenshot took 1,413 ms
+p50 one at a time on two intra-op threads and 897 ms two at a time, with the same text.
 
-Measured on the committed test images (tests/data/images) plus a 70-line screenshot of the
-same code (and that screenshot at 2× "retina" scale), 2 cores, each image read 5 times in
-its own process, best run; wall / CPU milliseconds:
+Measured, before lines were read side by side, on the committed test images
+(tests/data/images) plus a 70-line screenshot of the same code (and that screenshot at 2×
+"retina" scale), 2 cores, each image read 5 times in its own process, best run; wall / CPU
+milliseconds:
 
     image                            rapidocr defaults      this engine
     passport.png (1000×700)             548 / 1075           463 / 767
@@ -64,17 +69,18 @@ the MRZ's document number).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import math
 import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +93,8 @@ UInt8Array = npt.NDArray[np.uint8]
 # the recogniser's input: height 48, rapidocr's default padded width 320
 _REC_HEIGHT, _REC_WIDTH, _REC_MIN_WIDTH = 48, 320, 64
 FloatArray = npt.NDArray[np.float32]
+_T = TypeVar("_T")
+_DONE = object()  # the end of ``_each``'s queue
 
 # EXIF orientation → the transposition that makes the image upright
 _UPRIGHT: dict[int, Image.Transpose] = {
@@ -114,6 +122,7 @@ class OcrSettings:
     max_side: int = 1600  # longer side of the image OCR sees (downscaled, never upscaled)
     det_limit_side: int = 960  # longer side the detector sees
     min_confidence: float = 0.5  # lines the recogniser is less sure of are dropped
+    # the detector's intra-op threads, and the text lines recognised at once
     threads: int = field(default_factory=lambda: min(2, len(os.sched_getaffinity(0))))
 
 
@@ -177,6 +186,14 @@ class OcrEngine:
         self.settings = settings or OcrSettings()
         self.mrz_check = mrz_check
         self._detector, self._recogniser = _load_models(self.settings)
+        # recognition runs on the calling thread and these: one line per thread
+        self._helpers = (
+            concurrent.futures.ThreadPoolExecutor(
+                self.settings.threads - 1, thread_name_prefix="ocr-rec"
+            )
+            if self.settings.threads > 1
+            else None
+        )
         # one image at a time, the request served least first: a request with many
         # images cannot hold up another request's one
         self._worker = FairWorker("ocr")
@@ -217,9 +234,7 @@ class OcrEngine:
             check()
             boxes = self._detect(pixels)
             band = mrz_band(boxes)
-            for index in band:
-                check()
-                readings[index] = self._recognise(_crop(pixels, boxes[index]))
+            self._read_boxes(pixels, boxes, band, readings, check)
             verified = self._second_look(pixels, [boxes[i] for i in band], readings, check)
             readings |= verified
             proven = set(verified)
@@ -231,9 +246,8 @@ class OcrEngine:
                 )
             column = self._line_numbers(pixels, boxes, set(band), readings, check)
             gutter = set(column) - set(readings)
-            for index in sorted(set(range(len(boxes))) - set(band) - gutter - set(readings)):
-                check()
-                readings[index] = self._recognise(_crop(pixels, boxes[index]))
+            rest = sorted(set(range(len(boxes))) - set(band) - gutter - set(readings))
+            self._read_boxes(pixels, boxes, rest, readings, check)
         except OcrStopped:
             complete = False
         else:
@@ -283,6 +297,75 @@ class OcrEngine:
     def close(self) -> None:
         """Stop the worker thread once its current image is done (reading stops early)."""
         self._worker.shutdown()
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=False)
+
+    def _read_boxes(
+        self,
+        pixels: UInt8Array,
+        boxes: list[FloatArray],
+        indices: Sequence[int],
+        readings: dict[int, tuple[str, float]],
+        check: Callable[[], None],
+    ) -> None:
+        """Recognise ``boxes[i]`` for each ``i`` of ``indices`` into ``readings``, several at
+        once (``_each``); on ``OcrStopped`` the boxes read so far stay. They enter
+        ``readings`` in the order of ``indices`` whichever finished first: the MRZ band's
+        lines are joined, and looked at again, in that order."""
+        read: dict[int, tuple[str, float]] = {}
+
+        def recognise(index: int) -> None:
+            read[index] = self._recognise(_crop(pixels, boxes[index]))
+
+        try:
+            self._each(indices, recognise, check)
+        finally:
+            readings.update((index, read[index]) for index in indices if index in read)
+
+    def _each(
+        self, items: Sequence[_T], work: Callable[[_T], None], check: Callable[[], None]
+    ) -> None:
+        """``work(item)`` for every item, taken in order by ``settings.threads`` threads
+        (the caller's and the engine's helpers), ``check()`` before each is taken. The first
+        exception stops every thread before it takes another item, and is raised once all
+        have stopped, so no thread still works for a read that ended; a deadline leaves the
+        items taken before it done, and none after.
+
+        The recogniser's session runs one thread a call, and lines are read side by side
+        instead: a text line is too small a job for two intra-op threads to share well."""
+        if self._helpers is None or self.settings.threads < 2 or len(items) < 2:
+            for item in items:
+                check()
+                work(item)
+            return
+        queue = iter(items)
+        taking = threading.Lock()
+        failed = threading.Event()
+
+        def run() -> None:
+            while True:
+                try:
+                    with taking:
+                        item = _DONE if failed.is_set() else next(queue, _DONE)
+                        if item is _DONE:
+                            return
+                        check()
+                    work(item)  # type: ignore[arg-type]
+                except BaseException:
+                    failed.set()
+                    raise
+
+        helpers = [
+            self._helpers.submit(run) for _ in range(min(self.settings.threads, len(items)) - 1)
+        ]
+        try:
+            run()
+        finally:
+            concurrent.futures.wait(helpers)
+        for helper in helpers:
+            error = helper.exception()
+            if error is not None:
+                raise error
 
     # --- the pipeline -------------------------------------------------------------------
 
@@ -316,9 +399,7 @@ class OcrEngine:
             return []
         last = len(column) - 1
         samples = sorted({column[round(last * part / 4)] for part in range(5)})
-        for index in samples:
-            check()
-            readings[index] = self._recognise(_crop(pixels, boxes[index]))
+        self._read_boxes(pixels, boxes, samples, readings, check)
         # the recogniser misreads a digit now and then (``20`` as ``2θ``): four of the
         # five must read as numbers, and those must count up
         values = [
@@ -367,11 +448,14 @@ class OcrEngine:
         ]
         tried = {tuple(readings.values())}
         for look in _SECOND_LOOKS:
-            for crop, line in zip(crops, seen, strict=True):
-                check()
-                reading = look(self._recognise, crop)
+
+            def read(pair: tuple[UInt8Array, dict[str, tuple[str, float]]]) -> None:
+                crop, line = pair
+                reading = look(self._recognise, crop)  # noqa: B023 - called within the look
                 if reading[0]:
                     line.setdefault(reading[0], reading)
+
+            self._each(list(zip(crops, seen, strict=True)), read, check)
             verified = self._verified_combination(seen, tried)
             if verified is not None:
                 return dict(zip(readings, verified, strict=True))
@@ -448,7 +532,7 @@ def _load_models(settings: OcrSettings) -> tuple[Any, Any]:
         # rapidocr builds its sessions without a way to pass session config entries, so
         # they are rebuilt (the models are small: 4.7 MB and 10.9 MB)
         detector.infer.session = _session(det_config["model_path"], settings.threads)
-        recogniser.session.session = _session(rec_config["model_path"], settings.threads)
+        recogniser.session.session = _session(rec_config["model_path"], 1)
     except Exception as exc:
         raise ModelUnavailable(f"the OCR models could not be loaded: {exc}") from exc
     return detector, recogniser
