@@ -151,6 +151,44 @@ def test_kept_replay_content_has_names_redacted_with_the_model(router: Router) -
     assert "content" not in record.trace  # nothing left unredacted to report
 
 
+def test_a_long_message_kept_for_replay_costs_no_second_pass_of_the_model(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``pii`` signal reads a message piece by piece; redacting the whole message for
+    its replay record finds every piece's names remembered, and finds them all."""
+    from vsr_extproc.replay.record import make_record
+    from vsr_extproc.runtime.entities import PIECE_CHARS
+
+    filler = "The shipment left the warehouse on time and the invoice was paid in full. "
+    names = ["Maria Gonzalez", "Tomasz Wieczorek", "Aiyana Redcloud"]
+    parts = [f"Please ask {name} to confirm the delivery address. " + filler * 40 for name in names]
+    message = "".join(parts)
+    assert len(message) > 2 * PIECE_CHARS  # the names fall in three pieces
+    raw = body(chat(user(message)))
+    request = router.parse(raw, router.policy)
+    decision = asyncio.run(router.decide(request, router.policy))
+    assert decision.results["pii.names"].matched
+    # the service builds the router and the recorder from one set of resources: one model
+    model = router.policy.signals["pii.names"].entities  # type: ignore[attr-defined]
+    passes: list[int] = []
+    pipe = model.nlp.pipe
+
+    def counting(texts: Any, **options: Any) -> Any:
+        passes.append(1)
+        return pipe(texts, **options)
+
+    monkeypatch.setattr(model.nlp, "pipe", counting)
+    record = make_record(
+        "r2", "q2", raw, request, decision,
+        keep_content=True, entities=model.find, policy_fingerprint="p",
+    )  # fmt: skip
+    assert passes == []
+    assert record.content is not None
+    kept = record.content["messages"][0]["content"]
+    assert not [name for name in names if name.split()[1] in kept]
+    assert kept.count("<PERSON_") == 3
+
+
 @pytest.mark.parametrize(
     ("text", "names"),
     [

@@ -24,6 +24,7 @@ trace says ``names: unavailable``.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -144,14 +145,20 @@ class PiiSignal(AsyncSignal):
             # detection is CPU work: off the event loop, once per request and scope
             return await scan(reading.texts, evaluation)
 
-        findings = await evaluation.once(("pii", self.scope), compute)
-        if self.entities is not None:
+        if self.entities is None:
+            findings = await evaluation.once(("pii", self.scope), compute)
+        else:
             entities = self.entities
 
             async def names() -> list[Finding]:
                 return await scan_names(reading.texts, entities, evaluation)
 
-            found = await evaluation.once(("names", self.scope, id(entities)), names)
+            # both queue at once: the model's job, the longest, is not left to join the
+            # queue behind every other signal's
+            findings, found = await asyncio.gather(
+                evaluation.once(("pii", self.scope), compute),
+                evaluation.once(("names", self.scope, id(entities)), names),
+            )
             findings = resolve_overlaps([*findings, *found])
         counted = [
             f for f in findings if f.type in self.types and f.confidence >= self.min_confidence
