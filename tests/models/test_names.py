@@ -211,3 +211,28 @@ def test_places_and_companies_named_after_people_are_not_people(
         {text[f.start : f.end] for f in model.find(text) if f.type is FindingType.PERSON}
     )
     assert found == names
+
+
+def test_a_name_across_the_two_thousandth_character_is_found_and_redacted_whole(
+    router: Router,
+) -> None:
+    from vsr_extproc.runtime.entities import PIECE_CHARS
+
+    filler = "The shipment left the warehouse on time and the invoice was paid. "
+    opening = "Please ask Maria Gon"  # the name straddles the 2,000th character
+    text = (filler * 40)[: PIECE_CHARS - len(opening)] + opening + "zalez to confirm. " + filler
+    assert text.index("Gonzalez") < PIECE_CHARS < text.index("Gonzalez") + len("Gonzalez")
+    model = router.policy.signals["pii.names"].entities  # type: ignore[attr-defined]
+    found = {text[f.start : f.end] for f in model.find(text)}
+    assert "Maria Gonzalez" in found
+    assert "Maria Gon" not in found
+    action = router.policy.decisions[0].action
+    assert isinstance(action, RouteAction)
+    redaction = Redaction(action.redact, action.entities)
+    rewritten = rewrite_body(
+        normalize(body(chat(user(text)))), router.policy.models["m"], action, redaction
+    )
+    assert rewritten is not None
+    sent = orjson.loads(rewritten)["messages"][0]["content"]
+    assert "Please ask <PERSON_1> to confirm." in sent
+    assert "zalez" not in sent

@@ -3,6 +3,8 @@ given names and surnames (Faker's person providers), without loading a spaCy pip
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from vsr_extproc.runtime.entities import Gazetteer, _cued_names
@@ -68,3 +70,35 @@ def test_the_model_reads_only_the_sentences_that_may_hold_a_name() -> None:
     ]
     # a sentence whose only capital opens it, acronyms of up to four letters and "I" aside
     assert name_runs("What do I do when my TSH is high? The doctor said to wait.") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "last_of_first"),
+    [
+        # a line break in the second half of the window is the cut
+        ("word " * 300 + "\n" + "x " * 900, "\n"),
+        # else the last sentence's end, so that no name is cut in two
+        ("Please ask Maria Gonzalez to call. " * 70, "call."),
+        # else the last space: a word is never cut
+        ("gonzalez " * 400, " "),
+    ],
+)
+def test_a_message_is_read_in_pieces_that_cut_no_word(text: str, last_of_first: str) -> None:
+    from vsr_extproc.runtime.entities import PIECE_CHARS, pieces
+
+    spans = pieces(text)
+    assert len(spans) >= 2
+    assert spans[0][0] == 0
+    assert spans[-1][1] == len(text)
+    assert all(end == start for (_, end), (start, _) in itertools.pairwise(spans))
+    assert all(0 < end - start <= PIECE_CHARS for start, end in spans)
+    first = text[spans[0][0] : spans[0][1]]
+    assert first.rstrip(" ").endswith(last_of_first.rstrip(" ")) or first.endswith(last_of_first)
+
+
+def test_a_run_without_a_space_is_cut_where_it_must_be_and_blank_text_is_not_read() -> None:
+    from vsr_extproc.runtime.entities import PIECE_CHARS, pieces
+
+    assert pieces("a" * (PIECE_CHARS + 5)) == [(0, PIECE_CHARS), (PIECE_CHARS, PIECE_CHARS + 5)]
+    assert pieces("   \n ") == []
+    assert pieces("Hi Maria") == [(0, 8)]

@@ -171,8 +171,8 @@ class EntityModel:
         if len(text) > PIECE_CHARS:
             return [
                 dataclasses.replace(finding, start=finding.start + at, end=finding.end + at)
-                for at in _starts(text)
-                for finding in self.find(text[at : at + PIECE_CHARS])
+                for at, end in pieces(text)
+                for finding in self.find(text[at:end])
             ]
         key = text_key(text)
         found = self.memo.get(key)
@@ -185,18 +185,18 @@ class EntityModel:
         """The names in each text. The cue and the gazetteer read all of it; the model
         reads only the runs of sentences that may hold a name (``may_hold_names``)."""
         texts = list(texts)
-        pieces = [(index, start) for index, text in enumerate(texts) for start in _starts(text)]
+        spans = [(index, span) for index, text in enumerate(texts) for span in pieces(text)]
         runs = [  # (text, its piece's start, the run's start and end in the text)
             (index, at, at + start, at + end)
-            for index, at in pieces
-            for start, end in name_runs(texts[index][at : at + PIECE_CHARS])
+            for index, (at, until) in spans
+            for start, end in name_runs(texts[index][at:until])
         ]
         with self.lock:  # the signals' thread, redaction and the replay recorder share it
             docs = list(self.nlp.pipe(texts[index][start:end] for index, _, start, end in runs))
         found: list[list[Finding]] = [[] for _ in texts]
         cued_by_piece: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        for index, offset in pieces:
-            piece = texts[index][offset : offset + PIECE_CHARS]
+        for index, (offset, until) in spans:
+            piece = texts[index][offset:until]
             cued = _cued_names(piece)
             listed = self.gazetteer.names(piece) if self.gazetteer is not None else []
             found[index] += [
@@ -326,8 +326,28 @@ def _cued_names(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _starts(text: str) -> range:
-    return range(0, max(len(text), 1), PIECE_CHARS) if text.strip() else range(0)
+def pieces(text: str) -> list[tuple[int, int]]:
+    """``text`` as the spans the model reads, each of at most ``PIECE_CHARS`` characters and
+    none cutting a name in two: a piece ends at the last line break in its second half,
+    else at the last sentence's end there, else at the last space; only a run of
+    ``PIECE_CHARS`` characters without one is cut where it must be. (Cut at every 2,000th
+    character, "Maria Gonzalez" across a cut was found as "Maria Gon", and redaction left
+    "zalez".)"""
+    if not text.strip():
+        return []
+    spans = []
+    start = 0
+    while len(text) - start > PIECE_CHARS:
+        window = text[start + PIECE_CHARS // 2 : start + PIECE_CHARS]
+        cut = window.rfind("\n") + 1
+        if not cut:
+            ends = [match.end() for match in _SENTENCE_END.finditer(window)]
+            cut = ends[-1] if ends else window.rfind(" ") + 1
+        end = start + PIECE_CHARS // 2 + cut if cut else start + PIECE_CHARS
+        spans.append((start, end))
+        start = end
+    spans.append((start, len(text)))
+    return spans
 
 
 def _plausible(name: str) -> bool:
