@@ -419,6 +419,37 @@ async def test_a_text_is_tokenized_once_for_the_model_and_the_wording(
     await embedder.close()
 
 
+def test_a_chat_turn_counts_the_tokens_of_its_newest_message_only(
+    router: Router, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat client resends the whole history every turn: what reading it costs (its
+    tokens) is remembered like its embedding, and the newest message alone is counted."""
+    embedder = router.policy.signals["jailbreak.attack"].embedder  # type: ignore[attr-defined]
+    counted: list[str] = []
+    original = embedder.encoder.count_tokens
+
+    def spy(text: str) -> int:
+        counted.append(text)
+        return int(original(text))
+
+    monkeypatch.setattr(embedder.encoder, "count_tokens", spy)
+    history = [
+        message
+        for turn in range(8)
+        for message in (
+            user(f"Turn {turn}: how do I rotate the API keys of service number {turn}?"),
+            {"role": "assistant", "content": f"Open the console of service {turn} and rotate."},
+        )
+    ]
+    decide(router, chat(*history))
+    assert len(counted) >= 8  # the first time, every user message read is counted
+    counted.clear()
+    newest = "And how often should the keys be rotated?"
+    decision = decide(router, chat(*history, user(newest)))
+    assert counted == [newest]
+    assert decision.results["jailbreak.attack"].error is None
+
+
 async def test_a_long_text_goes_through_the_model_in_passes_of_about_equal_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

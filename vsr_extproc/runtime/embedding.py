@@ -550,6 +550,9 @@ class Embedder:
         # recent plans, shared by the threads that need a text's chunks (the model's and
         # the jailbreak wording's), so a text is tokenized once
         self._plans: LruCache[bytes, concurrent.futures.Future[list[Chunk]]] = LruCache(64)
+        # each text's token count: a chat client resends its history every turn, and
+        # counting it all again cost ~4.6 ms of the event loop a turn (29 messages)
+        self._counts: LruCache[bytes, int] = LruCache(cache_size)
         self.forward_chunks = 0  # chunks that cost a forward pass (cache misses)
 
     @property
@@ -621,8 +624,14 @@ class Embedder:
             del self._inflight[key]
 
     def count_tokens(self, text: str) -> int:
-        """The model's tokens in ``text``: what reading it costs (``core.reading``)."""
-        return self.encoder.count_tokens(text)
+        """The model's tokens in ``text``: what reading it costs (``core.reading``);
+        remembered by a digest of the text, like its embedding."""
+        key = text_key(text)
+        count = self._counts.get(key)
+        if count is None:
+            count = self.encoder.count_tokens(text)
+            self._counts.put(key, count)
+        return count
 
     def plan(self, text: str) -> list[Chunk]:
         """The chunks ``chunks(text)`` embeds (tokenization only; safe on any thread).
