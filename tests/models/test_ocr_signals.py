@@ -37,6 +37,7 @@ from vsr_extproc.runtime.ocr import (
     number_column,
     prepare,
     reading_order,
+    with_lost_marks,
 )
 from vsr_extproc.signals.base import Resources
 from vsr_extproc.signals.image_text import ImageTextSignal
@@ -450,6 +451,90 @@ def test_a_gutters_numbers_go_from_its_own_column_and_nowhere_else() -> None:
     readings = {0: ("1", 0.99), 8: ("9 total = 1", 0.95), 9: ("2024_report.py", 0.97)}
     _without_line_numbers(boxes, readings, list(range(8)))
     assert readings == {0: ("", 0.99), 8: ("total = 1", 0.95), 9: ("2024_report.py", 0.97)}
+
+
+def test_cjk_look_alikes_of_ascii_symbols_are_read_back_in_latin_text() -> None:
+    # the recogniser reads a faint ``#`` as 非 and ``*`` as 米 (Ruby and Python comments
+    # lost their mark and read as prose)
+    assert normalise("非 require 'bigdecimal'") == "# require 'bigdecimal'"
+    assert normalise("/米") == "/*"
+    assert normalise("[Object 丨 fun() -> x end];") == "[Object | fun() -> x end];"
+    # an editor's ligature font draws ``->`` and ``>=`` as an arrow and a sign
+    assert normalise("| Some x → x ≥ 0") == "| Some x -> x >= 0"
+    # Chinese text keeps its characters; so does a character alone (no sign it is a symbol)
+    assert normalise("中文 非 常") == "中文 非 常"
+    assert normalise("中文 → 好") == "中文 → 好"
+    assert normalise("米") == "米"
+
+
+def _marked(ink: list[tuple[int, int]], width: int = 400, height: int = 120) -> Any:
+    """A white page with dark ink in the columns ``ink`` (from, to) of rows 28-31."""
+    import numpy as np
+
+    pixels = np.full((height, width, 3), 255, dtype=np.uint8)
+    for start, end in ink:
+        pixels[28:32, start:end] = 30
+    return pixels
+
+
+def test_a_mark_the_detector_left_out_is_taken_into_its_box() -> None:
+    text = _quad(100, 20, 380, 40)  # 20 px high
+    code = [_quad(60, 50, 380, 70), _quad(60, 80, 380, 100)]  # lines that start further left
+    # "--" a space before the box's first glyph: the box now starts at the mark
+    grown, *rest = with_lost_marks(_marked([(70, 78), (80, 88)]), [text, *code])
+    assert 66 <= float(grown[:, 0].min()) <= 70
+    assert float(grown[:, 0].max()) == 380
+    assert [box.tolist() for box in rest] == [box.tolist() for box in code]
+    tilted = _quad(100, 20, 380, 40)
+    tilted[1:3, 1] += 8
+    # not a mark: ink too far before the box, ink too wide, ink glued to a box before it
+    # (a quote after a key's colon), ink where no other line has text (a line number
+    # left of all the code), and a tilted box (a photo)
+    for pixels, boxes in [
+        (_marked([(20, 30)]), [text, *code]),
+        (_marked([(40, 96)]), [text, *code]),
+        (_marked([(80, 88)]), [_quad(20, 20, 78, 40), text, *code]),
+        (_marked([(70, 78), (80, 88)]), [text]),
+        (_marked([(70, 78), (80, 88)]), [tilted, *code]),
+    ]:
+        same = with_lost_marks(pixels, boxes)
+        assert [box.tolist() for box in same] == [box.tolist() for box in boxes]
+    # a mark boxed on its own goes into its neighbour's box and is not read alone
+    joined, *rest = with_lost_marks(_marked([]), [_quad(70, 21, 88, 39), text, *code])
+    assert 66 <= float(joined[:, 0].min()) <= 70
+    assert len(rest) == 2
+
+
+def test_an_editors_line_numbers_are_not_taken_for_marks() -> None:
+    numbers = [_quad(40, 20 + 30 * n, 60, 40 + 30 * n) for n in range(10)]
+    code = [_quad(80, 20 + 30 * n, 400, 40 + 30 * n) for n in range(10)]
+    found = with_lost_marks(_marked([], width=420, height=340), [*numbers, *code])
+    assert [box.tolist() for box in found] == [box.tolist() for box in [*numbers, *code]]
+
+
+def _commented_screen() -> Image.Image:
+    """Lua in a dark theme, its comments in the theme's faint comment colour."""
+    font = ImageFont.truetype(str(MONO), 16) if MONO.exists() else ImageFont.load_default(16)
+    lines = [
+        ("-- This module wraps the functions of other modules", (117, 113, 94)),
+        ("-- into one file related module for convenience.", (117, 113, 94)),
+        ("local utils = require 'pl.utils'", (230, 219, 116)),
+        ("--- return the contents of a file as a string.", (117, 113, 94)),
+        ("-- This function is a copy of utils.readfile", (117, 113, 94)),
+        ("file.read = utils.readfile", (248, 248, 242)),
+    ]
+    canvas = Image.new("RGB", (560, 30 + 26 * len(lines)), (39, 40, 34))
+    draw = ImageDraw.Draw(canvas)
+    for row, (line, colour) in enumerate(lines):
+        draw.text((24, 15 + 26 * row), line, fill=colour, font=font)
+    return canvas
+
+
+def test_a_comments_faint_mark_is_read_with_its_words(router: Router) -> None:
+    result = _engine(router).read(_commented_screen())
+    comments = [line for line in result.text.splitlines() if "module" in line or "string" in line]
+    assert len(comments) == 3
+    assert all(line.startswith("--") for line in comments), comments
 
 
 def _gutter_screen(labels: list[str]) -> Image.Image:
