@@ -831,6 +831,8 @@ def _inked_mark(
     window = pixels[y0:y1, x0:x1].astype(np.int16)
     if x1 - x0 < 2 or y1 - y0 < 2 or window.size == 0:
         return None
+    if int((window.max(axis=(0, 1)) - window.min(axis=(0, 1))).max()) <= _INK:
+        return None  # one colour: nothing there (most lines; no median needed)
     lefts, rights, tops, bottoms = spans.T
     near = (tops < y1) & (bottoms > y0) & (rights > x0) & (lefts < x1)
     near[index] = False
