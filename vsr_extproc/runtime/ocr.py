@@ -69,7 +69,8 @@ as ``*``, ``丨`` as ``|``, ``了`` as ``}``), and so are the arrows and signs a
 ligature font draws for ``->``, ``<-``, ``=>``, ``>=``, ``<=`` and ``!=``
 (``_LOOKALIKES``); a reading with any other CJK character is Chinese text and keeps its
 characters. On 176 screenshots of source files none of the checks were written from
-(``python -m vsr_extproc.eval.codewindows --ocr``, seeds 31 and 32), 122 of 4,179 lines
+(windows as ``python -m vsr_extproc.eval.codewindows --ocr`` cuts them, seeds 31 and 32,
+each drawn in a ``dev`` style of its own), 122 of 4,179 lines
 held such a CJK character (``非`` 95 times, ``米`` 24), and 92 arrows were read: Ruby's and
 Python's comments lost their ``#`` and read as prose.
 
@@ -1168,9 +1169,10 @@ def normalise(text: str) -> str:
 
 
 def _latin_lookalikes(text: str) -> str:
-    """``text`` with its CJK look-alikes of ASCII symbols read as those symbols, when every
-    other character of it is ASCII and some of those are not spaces (``非 require 'x'``,
-    ``/米``); Chinese text keeps its characters."""
+    """``text`` with its look-alikes of ASCII symbols (the recogniser's CJK characters, a
+    ligature font's arrows and signs) read as those symbols, when every other character
+    of it is ASCII and some of those are not spaces (``非 require 'x'``, ``/米``,
+    ``x → y``); Chinese text keeps its characters."""
     others = [char for char in text if char not in _LOOKALIKES]
     if len(others) == len(text) or not all(char.isascii() for char in others):
         return text
