@@ -109,9 +109,9 @@ eval-code-windows: $(STAMP) ## the code detector on windows of source files from
 	$(BIN)/python -m vsr_extproc.eval.codewindows
 
 .PHONY: eval-images
-eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test, BUDGET_MS=0 for no OCR budget)
+eval-images: $(STAMP) ## the image_text detections on the generated image corpus (SPLIT=dev|test, BUDGET_MS=0 for no OCR budget, MORE="mrz 5" for 5x its MRZ images drawn beyond it)
 	mkdir -p .reports
-	$(BIN)/vsr-extproc eval images --split $(or $(SPLIT),test) $(if $(BUDGET_MS),--budget-ms $(BUDGET_MS)) --report .reports/eval-images-$(or $(SPLIT),test).json
+	$(BIN)/vsr-extproc eval images --split $(or $(SPLIT),test) $(if $(BUDGET_MS),--budget-ms $(BUDGET_MS)) $(if $(MORE),--more $(MORE)) --report .reports/eval-images-$(or $(SPLIT),test)$(if $(MORE),-more-$(firstword $(MORE))).json
 
 .PHONY: parity
 parity: $(STAMP) ## the vision parity gate on a real checkpoint: make parity MODEL=google/siglip-base-patch16-224

@@ -150,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         help="images: OCR budget per image (default: ocr.timeout_ms; 0: none)",
     )
+    evaluate.add_argument(
+        "--more",
+        nargs=2,
+        metavar=("SCENARIO", "SCALE"),
+        help="images: SCALE times the split's images of SCENARIO (mrz, code, …), drawn the "
+        "same way beyond the corpus, instead of the corpus",
+    )
     evaluate.add_argument("--config", type=Path, help="take banks and settings from a config")
     evaluate.add_argument("--precision", choices=("fp32", "bf16", "int8"))
     evaluate.add_argument("--runtime", choices=("torch", "onnxruntime"))
@@ -395,9 +402,21 @@ def _standin(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from vsr_extproc import eval as evaluation
 
+    more = None
+    if args.more is not None:
+        scenario, scale = args.more
+        from vsr_extproc.eval.imagegen import COUNTS
+
+        if scenario not in COUNTS:
+            raise SystemExit(
+                f"--more: SCENARIO must be one of {', '.join(COUNTS)}, not {scenario!r}"
+            )
+        if not scale.isdigit() or int(scale) < 1:
+            raise SystemExit(f"--more: SCALE must be a whole number of at least 1, not {scale!r}")
+        more = (scenario, int(scale))
     report = evaluation.run(
         args.task, args.data, args.config, args.precision, args.runtime, args.split,
-        args.budget_ms,
+        args.budget_ms, more,
     )  # fmt: skip
     path = args.report or Path(f"eval-{args.task}.json")
     path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))

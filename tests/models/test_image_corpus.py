@@ -90,6 +90,35 @@ def test_a_second_look_at_the_mrz_band_recovers_what_the_first_reading_garbled(
     assert sum("<<" in line.text for line in second.lines) == len(mrz_lines)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        # cropped close to the zone: the detector boxed each line up to its fillers, and
+        # left the run of large "<" out (the second line's last check digit with it)
+        "dev/td3-263",
+        # turned 8°: the first line's fillers were boxed apart, higher up the image than
+        # its text, and the lines did not pair
+        "dev/td3-275",
+        # glare across the second line: the detector split it, and "2706041" between the
+        # two boxes was never read
+        "dev/td3-119",
+        # the second line's first glyph, "0", cut at the box's edge and read as "D"
+        "dev/td3-132",
+    ],
+)
+def test_mrz_lines_the_detector_split_cut_short_or_tilted_are_read_whole(name: str) -> None:
+    """Images drawn beyond the corpus the way ``dev`` draws its own (``eval images --more
+    mrz``), each lost by the engine before its band was read line by line."""
+    from vsr_extproc.detectors import find_mrz
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.runtime.ocr import OcrEngine
+    from vsr_extproc.signals.image_text import verified_mrz
+
+    page = imagegen.sample(name)
+    result = OcrEngine(mrz_check=verified_mrz).read(decode_image(page.data).image)
+    assert [(m.format, m.valid) for m in find_mrz(result.text)] == [("td3", True)]
+
+
 def test_a_second_look_holds_when_the_bands_lines_finish_out_of_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -108,8 +137,8 @@ def test_a_second_look_holds_when_the_bands_lines_finish_out_of_order(
     image = decode_image(imagegen.sample("dev/td1-008").data).image
     engine = ocr.OcrEngine(ocr.OcrSettings(threads=2), mrz_check=verified_mrz)
     pixels, _ = ocr.prepare(image, 1, engine.settings.max_side)
-    boxes = engine._detect(pixels)
-    first, _, third = (boxes[index] for index in ocr.mrz_band(boxes))
+    boxes = ocr.with_lost_marks(pixels, engine._detect(pixels))
+    first, _, third = (line.quad for line in ocr.mrz_band(pixels, boxes))
     crop, recognise = ocr._crop, engine._recognise
     held: dict[int, float] = {}  # the crops of the first and third lines, as cut
 
@@ -130,3 +159,13 @@ def test_a_second_look_holds_when_the_bands_lines_finish_out_of_order(
     assert held  # the first line was held up
     assert [(m.format, m.valid) for m in find_mrz(result.text)] == [("td1", True)]
     engine.close()
+
+
+def test_images_drawn_beyond_the_corpus_start_past_it_and_can_be_named() -> None:
+    first = next(imagegen.more("dev", "mrz", 100, 1))
+    assert first.name == "dev/td3-100"
+    assert first.data == imagegen.sample("dev/td3-100").data
+    with pytest.raises(ValueError, match="past the corpus's 24 td3 images"):
+        next(imagegen.more("dev", "mrz", 10, 1))
+    with pytest.raises(ValueError, match="no scenario 'passports'"):
+        next(imagegen.more("dev", "passports", 100, 1))

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from builders import body, chat, data_url, image_part, text_part, user
@@ -404,28 +405,108 @@ def test_finding_nothing_in_part_of_an_image_still_fails_the_other_detections(
 
 
 def test_the_mrz_band_is_two_or_three_equal_rows_and_prose_has_none() -> None:
-    def quad(x0: float, y0: float, x1: float, y1: float) -> Any:
-        import numpy as np
-
-        return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32)
-
     page = [
-        quad(40, 40, 300, 70),  # a title
-        quad(40, 100, 900, 130),  # prose lines of different lengths
-        quad(40, 140, 700, 170),
-        quad(40, 600, 960, 640),  # the MRZ: two rows of the same length
-        quad(42, 655, 958, 695),
+        _quad(40, 40, 300, 70),  # a title
+        _quad(40, 100, 900, 130),  # prose lines of different lengths
+        _quad(40, 140, 700, 170),
+        _quad(40, 600, 960, 640),  # the MRZ: two rows of the same length
+        _quad(42, 655, 958, 695),
     ]
-    assert mrz_band(page) == [3, 4]
-    assert mrz_band(page[:3]) == []
-    # a line split by OCR into two boxes still makes one row
-    split = [*page[:3], quad(40, 600, 500, 640), quad(510, 600, 960, 640), page[4]]
-    assert mrz_band(split) == [3, 4, 5]
+    blank = np.full((800, 1000, 3), 255, np.uint8)
+    lines = mrz_band(blank, page)
+    assert [line.boxes for line in lines] == [(3,), (4,)]
+    assert lines[0].quad is page[3]
+    assert mrz_band(blank, page[:3]) == []
+    # a line split by OCR into two boxes is one line, read whole by a second look
+    split = [*page[:3], _quad(40, 600, 500, 640), _quad(510, 600, 960, 640), page[4]]
+    lines = mrz_band(blank, split)
+    assert [line.boxes for line in lines] == [(3, 4), (5,)]
+    assert np.allclose(lines[0].quad, page[3])
+
+
+def _turned(quad: Any, degrees: float, centre: tuple[float, float] = (500, 400)) -> Any:
+    angle = np.radians(degrees)
+    turn = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    return ((quad - centre) @ turn.T + centre).astype(np.float32)
+
+
+def test_a_tilted_mrz_line_split_in_two_is_one_line_of_the_band() -> None:
+    """A photo turned 8°: the first line's run of fillers was boxed apart, and its middle
+    lies a third of the page's text higher than the text's; level, it would be a row of its
+    own, and neither row as long as the second line."""
+    level = [
+        _quad(100, 300, 520, 336),  # P<D<<MELENDEZ<<MOISES
+        _quad(540, 300, 960, 330),  # <<<<<<<<<<<<<<<<<<<<<< (a shorter box)
+        _quad(102, 350, 962, 386),  # the second line, one box
+    ]
+    tilted = [_turned(quad, -8) for quad in level]
+    lines = mrz_band(np.full((800, 1100, 3), 255, np.uint8), tilted)
+    assert [line.boxes for line in lines] == [(0, 1), (2,)]
+    whole = lines[0].quad
+    assert np.allclose(whole[0], (tilted[0][0] + tilted[0][3]) / 2 - _up(whole), atol=1)
+    assert np.allclose(whole[1], (tilted[1][1] + tilted[1][2]) / 2 - _up(whole), atol=1)
+    # level boxes at those heights are three rows: no band
+    staggered = [_quad(100, 300, 520, 336), _quad(540, 250, 960, 280), _quad(102, 350, 962, 386)]
+    assert mrz_band(np.full((800, 1100, 3), 255, np.uint8), staggered) == []
+
+
+def _up(quad: Any) -> Any:
+    """Half the box's height, along its left edge, pointing down."""
+    return (quad[3] - quad[0]) / 2
+
+
+def _chevrons(pitch: int, count: int, lead: str = "") -> tuple[Any, int]:
+    """A strip of ``count`` large ``<`` drawn every ``pitch`` px, each 30 px wide, after
+    ``lead`` text; and where the text ends."""
+    font = ImageFont.load_default(36)
+    probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    text_end = 20 + round(probe.textlength(lead, font=font)) if lead else 20
+    strip = Image.new("RGB", (text_end + 10 + pitch * count + 40, 60), (245, 215, 225))
+    draw = ImageDraw.Draw(strip)
+    if lead:
+        draw.text((20, 12), lead, fill=(30, 30, 30), font=font)
+    for number in range(count):
+        x = text_end + 10 + number * pitch
+        draw.line([(x + 30, 14), (x, 30), (x + 30, 46)], fill=(20, 20, 20), width=5)
+    return np.asarray(strip)[:, :, ::-1].copy(), text_end
+
+
+def test_fillers_at_a_tight_pitch_are_counted_by_their_blots() -> None:
+    """Chevrons 30 px wide every 29 px: each one's arms reach over the next one's point,
+    so no column between them is blank; as blots of ink they are separate and alike."""
+    from vsr_extproc.runtime.ocr import _blot_glyphs, _column_glyphs, _ink, filler_run
+
+    strip, _ = _chevrons(29, 12)
+    assert len(_column_glyphs(_ink(strip))) == 1
+    assert len(_blot_glyphs(_ink(strip))) == 12
+    run = filler_run(strip)
+    assert run is not None
+    assert run[2] == 12
+    apart, _ = _chevrons(40, 12)  # apart, the columns count them too
+    assert len(_column_glyphs(_ink(apart))) == 12
+    assert filler_run(apart) == (30, 30 + 11 * 40 + 31, 12)
+
+
+def test_a_line_the_detector_cut_before_its_fillers_is_read_over_them() -> None:
+    """Two lines placed like an MRZ's, each boxed up to where its fillers start, one much
+    longer than the other: each is extended over its run of alike glyphs, and the pair
+    is a band. On a blank page the same boxes stay as they are and are no band."""
+    page = np.full((300, 1400, 3), (245, 215, 225), np.uint8)
+    boxes, fillers_end = [], []
+    for top, lead, count in ((40, "P<USACARRANZA", 30), (120, "5V0F153RR4USA5707049", 22)):
+        strip, text_end = _chevrons(29, count, lead)
+        page[top : top + 60, : strip.shape[1]] = strip
+        boxes.append(_quad(18, top + 12, text_end + 2, top + 48))
+        fillers_end.append(text_end + 10 + 29 * (count - 1) + 30)
+    assert abs(fillers_end[0] - fillers_end[1]) < 0.12 * fillers_end[0]
+    lines = mrz_band(page, boxes)
+    assert [line.boxes for line in lines] == [(0,), (1,)]
+    for line, end in zip(lines, fillers_end, strict=True):
+        assert abs(float(line.quad[1][0]) - end) <= 3
+    assert mrz_band(np.full((300, 1400, 3), 255, np.uint8), boxes) == []
 
 
 def _quad(x0: float, y0: float, x1: float, y1: float) -> Any:
-    import numpy as np
-
     return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], dtype=np.float32)
 
 

@@ -144,12 +144,15 @@ def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
 ) -> None:
     from vsr_extproc.eval import imagegen, images
 
-    asked: list[tuple[str, int | None]] = []
+    asked: list[tuple[str, int | None, tuple[str, int] | None]] = []
 
     def one_image(
-        split: str = "test", limit_per_kind: int | None = None, budget_ms: int | None = None
+        split: str = "test",
+        limit_per_kind: int | None = None,
+        budget_ms: int | None = None,
+        more: tuple[str, int] | None = None,
     ) -> dict[str, Any]:
-        asked.append((split, budget_ms))
+        asked.append((split, budget_ms, more))
         expected, absent = imagegen.EXPECTED["credential"]
         sample = imagegen.Sample(
             name=f"{split}/config-000", split=split, scenario="credential", kind="config",
@@ -163,12 +166,29 @@ def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
     out = tmp_path / "report.json"
     code = main(["eval", "images", "--split", "dev", "--budget-ms", "0", "--report", str(out)])
     assert code == 0
-    assert asked == [("dev", 0)]
+    assert asked == [("dev", 0, None)]
     printed = capsys.readouterr().out
     assert "dev split, 1 images, no OCR budget" in printed
     assert "1 × secrets miss at detector" not in printed
     assert "1 × secrets miss at ocr" in printed
     assert orjson.loads(out.read_bytes())["problems"][0]["stage"] == "ocr"
+    assert main(["eval", "images", "--more", "mrz", "5", "--report", str(out)]) == 0
+    assert asked[-1] == ("test", None, ("mrz", 5))
+
+
+@pytest.mark.parametrize(
+    ("more", "problem"),
+    [
+        (["passports", "5"], "SCENARIO must be one of mrz, document, code"),
+        (["mrz", "five"], "SCALE must be a whole number of at least 1, not 'five'"),
+        (["mrz", "0"], "SCALE must be a whole number of at least 1, not '0'"),
+    ],
+)
+def test_eval_images_more_says_what_is_wrong_with_its_arguments(
+    tmp_path: Path, more: list[str], problem: str
+) -> None:
+    with pytest.raises(SystemExit, match=problem):
+        main(["eval", "images", "--more", *more, "--report", str(tmp_path / "r.json")])
 
 
 def _with_responses(tmp_path: Path) -> Path:

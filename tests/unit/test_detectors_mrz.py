@@ -189,6 +189,12 @@ NOISY = {
     "filler-run-one-short": [td3()[0][:-1], td3()[1].replace("<<<<<", "<<<<")],
     "filler-run-one-long": [td3()[0] + "<", td3()[1].replace("<<<<<", "<<<<<<")],
     "zero-read-as-O-in-document-number": [td3()[0], td3()[1].replace("L898902C3", "L8989O2C3")],
+    # a photo whose box cut into the line's first glyph: OCR-B's 0 read as D, or as Q
+    "zero-read-as-D-in-document-number": [
+        td3()[0],
+        td3(number="0S3GX4CHG")[1].replace("0S3", "DS3"),
+    ],
+    "zero-read-as-Q-in-document-number": [td3()[0], td3()[1].replace("L898902C3", "L8989Q2C3")],
     "lower-case": [line.lower() for line in td3()],
     # a photographed page: the 19-filler tail of line 1 read 10 short, UTO read as UT0
     "name-line-filler-tail-ten-short": [td3()[0][:-10].replace("UTO", "UT0"), td3()[1]],
@@ -312,3 +318,16 @@ def test_match_exposes_no_personal_data_unless_asked() -> None:
     assert fields["document_number"] == "L898902C3"
     assert fields["birth_date"] == "740812"
     assert fields["sex"] == "F"
+
+
+def test_a_date_line_above_a_passports_zone_does_not_make_it_an_id_card() -> None:
+    """A TD3 whose optional data is all fillers also passes TD2's checks once its second
+    line's filler run is cut to TD2's width, and the date printed above the zone can be
+    joined to a damaged name line to make a TD2 name line: the reading that changed
+    fewer characters of the checked line wins."""
+    name, second = td3(personal="")
+    text = "\n".join(["Date of expiry", "10OCT2031", name[1:], second])
+    match = only(text)
+    assert match.valid
+    assert match.format == "td3"
+    assert text[match.start : match.end] == second

@@ -12,8 +12,8 @@ OCR of a document photo is noisy, so before verifying we repair what the layout 
 * each field is repaired by its character class: O/Q/D→0, I/L→1, S→5, B→8, Z→2, G→6 in
   dates and check digits, the reverse in country codes, sex and names;
 * a document number or optional data whose check fails may swap one confusable character
-  (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6), or two that are the same character, when that makes
-  both its own and the composite check pass;
+  (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6, and D or Q read for 0), or two that are the same
+  character, when that makes both its own and the composite check pass;
 * a line whose length is off has its longest filler run padded or trimmed (OCR miscounts
   long runs of ``<`` by any amount; a run carries nothing but its length, and the check
   digits after it must still pass);
@@ -44,7 +44,8 @@ _WEIGHTS = (7, 3, 1)
 _TO_DIGIT = str.maketrans("OQDILSBZG", "001115826")
 _TO_LETTER = str.maketrans("015826", "OISBZG")
 _CONFUSABLE = {"O": "0", "0": "O", "I": "1", "1": "I", "S": "5", "5": "S",
-               "B": "8", "8": "B", "Z": "2", "2": "Z", "G": "6", "6": "G"}  # fmt: skip
+               "B": "8", "8": "B", "Z": "2", "2": "Z", "G": "6", "6": "G",
+               "D": "0", "Q": "0"}  # fmt: skip
 
 _MRZ_LINE = re.compile(r"[A-Z0-9<]+")
 _OCR_FILLERS = str.maketrans({"«": "<<", "‹": "<", "(": "<", "[": "<", "{": "<"})
@@ -314,8 +315,10 @@ def _fit_width(row: str, width: int) -> tuple[str, int] | None:
     return None
 
 
-def _row_splits(fragments: Sequence[_Fragment], layout: _Layout) -> Iterator[tuple[list[str], int]]:
-    """Ways to cut the fragments into ``layout.rows`` rows, with the total length change:
+def _row_splits(
+    fragments: Sequence[_Fragment], layout: _Layout
+) -> Iterator[tuple[list[str], list[int]]]:
+    """Ways to cut the fragments into ``layout.rows`` rows, with each row's length change:
     the joined text cut at every ``width`` characters, and every grouping of whole
     fragments into rows of about ``width``."""
     chars = [fragment.chars for fragment in fragments]
@@ -324,7 +327,7 @@ def _row_splits(fragments: Sequence[_Fragment], layout: _Layout) -> Iterator[tup
     if len(joined) == layout.rows * layout.width:
         rows = [joined[i * layout.width : (i + 1) * layout.width] for i in range(layout.rows)]
         seen.add(tuple(rows))
-        yield rows, 0
+        yield rows, [0] * layout.rows
     for cuts in itertools.combinations(range(1, len(chars)), layout.rows - 1):
         fitted = [
             _fit_width("".join(chars[low:high]), layout.width)
@@ -335,7 +338,7 @@ def _row_splits(fragments: Sequence[_Fragment], layout: _Layout) -> Iterator[tup
         rows = [row[0] for row in fitted if row is not None]
         if tuple(rows) not in seen:
             seen.add(tuple(rows))
-            yield rows, sum(row[1] for row in fitted if row is not None)
+            yield rows, [row[1] for row in fitted if row is not None]
 
 
 # --- parsing and verification -----------------------------------------------------------------
@@ -444,24 +447,25 @@ def _without_fillers(value: str) -> str:
 
 def _readings(
     fragments: Sequence[_Fragment], layout: _Layout
-) -> Iterator[tuple[list[str], int, bool]]:
-    """Rows of ``layout`` from ``fragments``, with the length change, and whether the name
-    line was missing. The name line (the first of TD2 and TD3, the last of TD1) carries no
-    check digit: when OCR lost or garbled it, the other lines' check digits still prove
-    the document, so a reading without it is tried too (and kept only if every check
-    passes)."""
-    for rows, change in _row_splits(fragments, layout):
-        yield rows, change, False
-    checked = dataclasses.replace(layout, rows=layout.rows - 1)
+) -> Iterator[tuple[list[str], int, int, bool]]:
+    """Rows of ``layout`` from ``fragments``, with the length change, the part of it made
+    to the lines that carry check digits, and whether the name line was missing. The name
+    line (the first of TD2 and TD3, the last of TD1) carries no check digit: when OCR lost
+    or garbled it, the other lines' check digits still prove the document, so a reading
+    without it is tried too (and kept only if every check passes)."""
     name_row = layout.name_slice.row
-    for rows, change in _row_splits(fragments, checked):
+    for rows, changes in _row_splits(fragments, layout):
+        checked = sum(change for row, change in enumerate(changes) if row != name_row)
+        yield rows, sum(changes), checked, False
+    checked_layout = dataclasses.replace(layout, rows=layout.rows - 1)
+    for rows, changes in _row_splits(fragments, checked_layout):
         nationality = layout.slices["nationality"]
         if layout.rows == 2:
             country = rows[0][nationality.start : nationality.end]
             stand_in = (layout.document_types[0] + "<" + country).ljust(layout.width, "<")
         else:
             stand_in = "<" * layout.width
-        yield [*rows[:name_row], stand_in, *rows[name_row:]], change, True
+        yield [*rows[:name_row], stand_in, *rows[name_row:]], sum(changes), sum(changes), True
 
 
 def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], MrzMatch]]:
@@ -469,7 +473,7 @@ def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], Mrz
         for last in range(first, min(len(run), first + _MAX_FRAGMENTS)):
             fragments = run[first : last + 1]
             for layout in _LAYOUTS:
-                for rows, change, partial in _readings(fragments, layout):
+                for rows, change, checked_change, partial in _readings(fragments, layout):
                     verified = _verify(rows, layout)
                     if verified is None:
                         continue
@@ -492,11 +496,16 @@ def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], Mrz
                         checks=checks,
                         _rows=tuple(repaired),
                     )
-                    # a complete, valid reading first, then the one with the fewest length
-                    # fixes (a TD2 line padded to TD3 width passes TD3's checks too)
+                    # a valid reading first; of those, the one whose lines with check digits
+                    # needed the fewest length fixes (a TD2 line padded to TD3 width passes
+                    # TD3's checks too, and a TD3 line cut to TD2 width TD2's, when its
+                    # optional data is all fillers: a date line above the name line then
+                    # made a TD2 name line with it); then a complete one, with the fewest
+                    # fixes in all
                     fixes = -change if valid else 0
                     rank = (
                         valid,
+                        -checked_change if valid else 0,
                         not partial,
                         fixes,
                         sum(checks.values()),

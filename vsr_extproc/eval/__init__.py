@@ -479,6 +479,7 @@ def run(
     runtime: str | None = None,
     split: str = "test",
     budget_ms: int | None = None,
+    more: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     if task == "names":
         from vsr_extproc.config.schema import EntitiesConfig
@@ -495,7 +496,7 @@ def run(
     if task == "images":
         from vsr_extproc.eval import images
 
-        report = images.evaluate(split, budget_ms=budget_ms)
+        report = images.evaluate(split, budget_ms=budget_ms, more=more)
         report["task"] = "images"
         return report
     public = task in ("jailbreak", "safety") and data is None

@@ -1185,17 +1185,30 @@ def generate(split: str, limit_per_kind: int | None = None) -> Iterator[Sample]:
                 yield _sample(split, scenario, kind, index)
 
 
+def more(split: str, scenario: str, first: int, scale: int) -> Iterator[Sample]:
+    """Images of ``scenario`` beyond the corpus: ``scale`` times the split's count of each
+    kind, drawn from index ``first`` on (at least the kind's count, so none is the
+    corpus's own), the same way the split draws its own (``dev/td3-263``: a 24th
+    ``dev`` TD3 page and more). A stress set of the split's distribution, larger than the
+    corpus's share of the scenario: tune on ``dev``'s, report ``test``'s."""
+    if split not in STYLES or scenario not in COUNTS:
+        raise ValueError(f"no scenario {scenario!r} in split {split!r}")
+    for kind, count in COUNTS[scenario].items():
+        if first < count:
+            raise ValueError(f"first must be past the corpus's {count} {kind} images")
+        for index in range(first, first + scale * count):
+            yield _sample(split, scenario, kind, index)
+
+
 def sample(name: str) -> Sample:
-    """One image by its name (``dev/td1-008``), the same bytes as in ``generate``."""
+    """One image by its name (``dev/td1-008``), the same bytes as in ``generate``; an index
+    past the corpus's count of its kind names one of the images ``more`` draws."""
     split, _, rest = name.partition("/")
     kind, _, number = rest.rpartition("-")
     scenarios = [scenario for scenario, kinds in COUNTS.items() if kind in kinds]
     if split not in STYLES or not scenarios or not number.isdigit():
         raise ValueError(f"no image {name!r} in the corpus")
-    index = int(number)
-    if index >= COUNTS[scenarios[0]][kind]:
-        raise ValueError(f"no image {name!r}: {split} has {COUNTS[scenarios[0]][kind]} {kind}")
-    return _sample(split, scenarios[0], kind, index)
+    return _sample(split, scenarios[0], kind, int(number))
 
 
 def _sample(split: str, scenario: str, kind: str, index: int) -> Sample:

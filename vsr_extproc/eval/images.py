@@ -25,6 +25,7 @@ import numpy as np
 from vsr_extproc.eval import imagegen
 
 DETECTIONS = ("mrz", "document", "code", "secrets")
+MORE_FROM = 100  # the first index of the images drawn beyond the corpus (``--more``)
 
 
 @dataclass(frozen=True)
@@ -151,25 +152,36 @@ def _problem(outcome: Outcome, name: str, what: str, stage: str) -> dict[str, An
 
 
 def evaluate(
-    split: str = "test", limit_per_kind: int | None = None, budget_ms: int | None = None
+    split: str = "test",
+    limit_per_kind: int | None = None,
+    budget_ms: int | None = None,
+    more: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     """The report for one split, OCR under ``budget_ms`` per image (default: the config's
     ``ocr.timeout_ms``; 0: no budget, which measures OCR and detectors apart from the
-    machine's speed)."""
+    machine's speed). ``more`` (a scenario and a scale) measures images of that scenario
+    beyond the corpus instead (``imagegen.more``, from index 100)."""
     if budget_ms is None:
         from vsr_extproc.config.schema import OcrConfig
 
         budget_ms = OcrConfig().timeout_ms
-    samples = list(imagegen.generate(split, limit_per_kind))
+    if more is None:
+        samples = list(imagegen.generate(split, limit_per_kind))
+    else:
+        samples = list(imagegen.more(split, more[0], MORE_FROM, more[1]))
     result = report(run_samples(samples, budget_ms / 1000 if budget_ms else None))
     result["budget_ms"] = budget_ms
+    if more is not None:
+        result["more"] = {"scenario": more[0], "scale": more[1], "from": MORE_FROM}
     return result
 
 
 def summary(result: dict[str, Any]) -> str:
     budget = result.get("budget_ms")
     read = f"OCR budget {budget} ms per image" if budget else "no OCR budget"
-    out = [f"image corpus, {result['split']} split, {result['images']} images, {read}"]
+    drawn = result.get("more")
+    corpus = "image corpus" if drawn is None else f"{drawn['scenario']} images beyond the corpus"
+    out = [f"{corpus}, {result['split']} split, {result['images']} images, {read}"]
     out.append(f"{'scenario':<12}{'detection':<10}{'recall':>8}{'found':>9}{'false alarms':>14}")
     for scenario, row in result["scenarios"].items():
         for name, values in row["detections"].items():

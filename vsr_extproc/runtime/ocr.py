@@ -254,11 +254,14 @@ class OcrEngine:
             check()
             boxes = self._detect(pixels)
             boxes = with_lost_marks(pixels, boxes)
-            band = mrz_band(boxes)
+            lines = mrz_band(pixels, boxes)
+            band = [index for line in lines for index in line.boxes]
             self._read_boxes(pixels, boxes, band, readings, check)
-            verified = self._second_look(pixels, [boxes[i] for i in band], readings, check)
+            verified, whole = self._second_look(pixels, lines, readings, check)
             readings |= verified
-            proven = set(verified)
+            proven = {index for index, (text, _) in verified.items() if text}
+            for line in lines if whole else []:
+                boxes[line.boxes[0]] = line.quad  # where the line's reading was read
             if on_band is not None:
                 on_band(
                     _result(
@@ -432,10 +435,10 @@ class OcrEngine:
     def _second_look(
         self,
         pixels: UInt8Array,
-        quads: list[FloatArray],
+        lines: list[BandLine],
         readings: dict[int, tuple[str, float]],
         check: Callable[[], None],
-    ) -> dict[int, tuple[str, float]]:
+    ) -> tuple[dict[int, tuple[str, float]], bool]:
         """The MRZ band's readings once they verify (its first reading, or the first that
         verifies of further looks), or nothing. The band is read again, differently, when
         its first reading looks like an MRZ (``_looks_like_mrz``) but does not verify, or
@@ -444,7 +447,9 @@ class OcrEngine:
         their shape, stretched across (1.5×, 1.75×, 2×, 1.25×), sharpened, binarised,
         contrast-equalised, then in two halves. After each look, every combination of the
         lines' readings so far is checked (a TD1 card may need its first line from one look
-        and its second from another).
+        and its second from another). Each look reads a line whole (``BandLine.quad``); what
+        verifies is a line's reading, given to its first box (its other boxes read nothing,
+        and True says so: the first box is then the line's).
 
         Stretching is the look that counts. The recogniser drops characters of an MRZ's
         evenly spaced OCR-B glyphs (``8302113`` read ``832113``); given more width per
@@ -454,20 +459,23 @@ class OcrEngine:
         band, none verified at any single width, nor in the combinations of the 28 with at
         most 3,000 of them; on the whole corpus no image without an MRZ yields one."""
         if self.mrz_check is None or not readings:
-            return {}
-        first = "\n".join(text for text, _ in readings.values())
-        read_like_one = _looks_like_mrz(first)
-        if read_like_one and self.mrz_check(first):
-            return dict(readings)
+            return {}, False
+        first = [_joined([readings[index] for index in line.boxes]) for line in lines]
+        boxwise = "\n".join(text for text, _ in readings.values())
+        read_like_one = _looks_like_mrz(boxwise)
+        if read_like_one and self.mrz_check(boxwise):
+            return dict(readings), False
+        if read_like_one and self.mrz_check("\n".join(text for text, _ in first)):
+            return _by_box(lines, first), True
         # fillers by shape open a band of a zone's size only: a screenshot's many equal
         # lines, "====" among them, would spend its budget on looks that cannot verify
-        crops = [_crop(pixels, quad) for quad in quads] if read_like_one or len(quads) <= 3 else []
+        crops = (
+            [_crop(pixels, line.quad) for line in lines] if read_like_one or len(lines) <= 3 else []
+        )
         if not read_like_one and not any(filler_run(crop) for crop in crops):
-            return {}
-        seen: list[dict[str, tuple[str, float]]] = [
-            {text: (text, conf)} for text, conf in readings.values()
-        ]
-        tried = {tuple(readings.values())}
+            return {}, False
+        seen: list[dict[str, tuple[str, float]]] = [{text: (text, conf)} for text, conf in first]
+        tried = {tuple(first)}
         for look in _SECOND_LOOKS:
 
             def read(pair: tuple[UInt8Array, dict[str, tuple[str, float]]]) -> None:
@@ -479,8 +487,8 @@ class OcrEngine:
             self._each(list(zip(crops, seen, strict=True)), read, check)
             verified = self._verified_combination(seen, tried)
             if verified is not None:
-                return dict(zip(readings, verified, strict=True))
-        return {}
+                return _by_box(lines, list(verified)), True
+        return {}, False
 
     def _verified_combination(
         self, seen: list[dict[str, tuple[str, float]]], tried: set[tuple[tuple[str, float], ...]]
@@ -607,6 +615,22 @@ def _result(
     )
 
 
+def _joined(readings: list[tuple[str, float]]) -> tuple[str, float]:
+    """The readings of one line's boxes, left to right, as one."""
+    return "".join(text for text, _ in readings), min(
+        (confidence for text, confidence in readings if text), default=0.0
+    )
+
+
+def _by_box(lines: list[BandLine], reads: list[tuple[str, float]]) -> dict[int, tuple[str, float]]:
+    """Each band line's reading given to its first box; its other boxes read nothing."""
+    return {
+        index: reading if number == 0 else ("", 0.0)
+        for line, reading in zip(lines, reads, strict=True)
+        for number, index in enumerate(line.boxes)
+    }
+
+
 def prepare(image: Image.Image, orientation: int, max_side: int) -> tuple[UInt8Array, float]:
     """An upright BGR array (rapidocr's models take OpenCV's channel order) with the
     longer side at most ``max_side``, and the factor from its pixels back to the (upright)
@@ -677,8 +701,6 @@ def _crop(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
     The box is first widened along its text by 0.3 of its height at each end: the detector
     often cuts into the first or last glyph, and the recogniser then drops it (measured on
     the image corpus's dev split: MRZs read 29 of 44 with the margin, 27 without)."""
-    import cv2
-
     along = quad[1] - quad[0]
     length, text_height = float(np.linalg.norm(along)), _text_height(quad)
     if text_height < 1.5 * length:  # not vertical text (turned below; it stays as found)
@@ -689,6 +711,16 @@ def _crop(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
         widened[[1, 2]] += along
         quad = np.clip(widened, 0, (width - 1, height - 1)).astype(np.float32)
 
+    crop = _straightened(pixels, quad)
+    if crop.shape[0] >= 1.5 * crop.shape[1]:
+        crop = np.rot90(crop)
+    return np.ascontiguousarray(crop, dtype=np.uint8)
+
+
+def _straightened(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
+    """The quadrilateral ``quad`` of ``pixels`` warped to an upright rectangle."""
+    import cv2
+
     width = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
     height = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
     width, height = max(width, 1), max(height, 1)
@@ -697,8 +729,6 @@ def _crop(pixels: UInt8Array, quad: FloatArray) -> UInt8Array:
     crop = cv2.warpPerspective(
         pixels, matrix, (width, height), borderMode=cv2.BORDER_REPLICATE, flags=cv2.INTER_CUBIC
     )
-    if height >= 1.5 * width:
-        crop = np.rot90(crop)
     return np.ascontiguousarray(crop, dtype=np.uint8)
 
 
@@ -954,46 +984,183 @@ def _code_follows(rects: list[tuple[float, float, float, float]], index: int) ->
     )
 
 
-def mrz_band(quads: list[FloatArray]) -> list[int]:
-    """Indices of the boxes that could hold a machine-readable zone, top to bottom.
+@dataclass(frozen=True, slots=True)
+class BandLine:
+    """A line of an MRZ band: its boxes, left to right, and one box over the whole line
+    along its slope (the line's one box, when the detector found it whole)."""
 
-    An MRZ is two or three lines of 30-44 monospace characters with no spaces: rows (the
-    boxes whose centres lie within half a text height of each other, as OCR may split a
-    line) at least ten text heights long, one under the other at most two and a half
-    heights apart, of the same length (±12 %), starting at the same place (± one text
-    height) and of the same height (±30 %). Every row that belongs to such a group counts.
-    """
-    rows: list[list[int]] = []
-    for index in sorted(range(len(quads)), key=lambda i: float(quads[i][:, 1].mean())):
-        centre, height = float(quads[index][:, 1].mean()), _text_height(quads[index])
-        last = rows[-1] if rows else None
-        if last is not None:
-            anchor = quads[last[-1]]
-            if abs(float(anchor[:, 1].mean()) - centre) < 0.5 * min(height, _text_height(anchor)):
-                last.append(index)
-                continue
-        rows.append([index])
-    shapes = []
-    for row in rows:
-        points = np.concatenate([quads[i] for i in row])
-        height = max(_text_height(quads[i]) for i in row)
-        left, right = float(points[:, 0].min()), float(points[:, 0].max())
-        shapes.append((left, right - left, float(points[:, 1].mean()), max(height, 1.0)))
+    boxes: tuple[int, ...]
+    quad: FloatArray = field(repr=False)
+
+
+def mrz_band(pixels: UInt8Array, quads: list[FloatArray]) -> list[BandLine]:
+    """The lines of ``quads`` that could hold a machine-readable zone, top to bottom.
+
+    An MRZ is two or three lines of 30-44 monospace characters with no spaces: text lines
+    (``_text_lines``) at least ten text heights long, one under the other at most two and a
+    half heights apart, of the same length (±12 %), starting at the same place (± one text
+    height) and of the same height (±30 %). Every line that belongs to such a group counts.
+
+    The detector splits such a line where glare washes part of it out, and where a tilted
+    line's run of fillers drifts off its text; it can leave a run of large ``<`` out
+    altogether. So a line that would pair with its neighbour but for its length is first
+    extended over a run of alike glyphs just after its end (``_over_fillers``), and each
+    line's ``quad`` spans it whole, gaps and all: the second look reads it so (read box by
+    box, a tilted line's run of fillers came first, or was never read)."""
+    lines, angle = _text_lines(quads)
+    shapes = [_line_shape(quads, line, angle) for line in lines]
+    ends: dict[int, FloatArray] = {}  # line → its right end, moved over fillers
+    tried: set[int] = set()
     chosen: set[int] = set()
-    for upper in range(len(rows) - 1):
-        left_a, width_a, centre_a, height_a = shapes[upper]
-        left_b, width_b, centre_b, height_b = shapes[upper + 1]
-        if (
-            width_a >= 10 * height_a
-            and width_b >= 10 * height_b
-            and abs(width_a - width_b) <= 0.12 * max(width_a, width_b)
-            and abs(left_a - left_b) <= max(height_a, height_b)
-            and abs(height_a - height_b) <= 0.3 * max(height_a, height_b)
-            and centre_b - centre_a <= 2.5 * max(height_a, height_b)
-        ):
-            chosen.update(rows[upper])
-            chosen.update(rows[upper + 1])
-    return sorted(chosen, key=lambda i: float(quads[i][:, 1].mean()))
+    for upper in range(len(lines) - 1):
+        lower = upper + 1
+        if not _may_pair(shapes[upper], shapes[lower], 5):
+            continue
+        if not _pairs(shapes[upper], shapes[lower]):
+            for number in (upper, lower):
+                if number in tried:
+                    continue
+                tried.add(number)
+                end = _over_fillers(pixels, quads, lines[number])
+                if end is not None:
+                    ends[number] = end
+                    shapes[number] = _line_shape(quads, lines[number], angle, end)
+            if not _pairs(shapes[upper], shapes[lower]):
+                continue
+        chosen.update((upper, lower))
+    return [
+        BandLine(
+            tuple(lines[number]),
+            _line_quad(quads, lines[number], ends.get(number))
+            if len(lines[number]) > 1 or number in ends
+            else quads[lines[number][0]],
+        )
+        for number in sorted(chosen)
+    ]
+
+
+def _text_lines(quads: list[FloatArray]) -> tuple[list[list[int]], float]:
+    """The boxes grouped into text lines, top to bottom, each left to right, and the page's
+    tilt (radians): boxes whose middles lie within half a text height of each other once
+    the tilt, the median slope of the boxes at least three heights long, is taken out. A
+    photo tilts every line alike; the two parts of a tilted line split by the detector
+    have their middles at different heights of the image."""
+    if not quads:
+        return [], 0.0
+    corners = np.stack(quads).astype(np.float64)
+    along = corners[:, 1] - corners[:, 0]
+    heights = np.array([_text_height(quad) for quad in quads])
+    wide = np.linalg.norm(along, axis=1) >= 3 * heights
+    angle = float(np.median(np.arctan2(along[wide, 1], along[wide, 0]))) if wide.any() else 0.0
+    middles = corners.mean(axis=1)
+    across = middles[:, 1] * math.cos(angle) - middles[:, 0] * math.sin(angle)
+    ahead = middles[:, 0] * math.cos(angle) + middles[:, 1] * math.sin(angle)
+    lines: list[list[int]] = []
+    for index in (int(i) for i in np.argsort(across, kind="stable")):
+        if lines:
+            last = lines[-1][-1]
+            if abs(across[last] - across[index]) < 0.5 * min(heights[index], heights[last]):
+                lines[-1].append(index)
+                continue
+        lines.append([index])
+    return [sorted(line, key=lambda index: float(ahead[index])) for line in lines], angle
+
+
+_Shape = tuple[float, float, float, float]  # a line's left, length, middle and height, untilted
+
+
+def _line_shape(
+    quads: list[FloatArray], line: list[int], angle: float, end: FloatArray | None = None
+) -> _Shape:
+    points = np.concatenate([quads[index] for index in line]).astype(np.float64)
+    if end is not None:
+        points = np.vstack([points, end[None, :]])
+    cos, sin = math.cos(angle), math.sin(angle)
+    ahead = points[:, 0] * cos + points[:, 1] * sin
+    across = points[:, 1] * cos - points[:, 0] * sin
+    height = max(max(_text_height(quads[index]) for index in line), 1.0)
+    left = float(ahead.min())
+    return left, float(ahead.max()) - left, float(across.mean()), height
+
+
+def _may_pair(upper: _Shape, lower: _Shape, min_length: float) -> bool:
+    """Two lines placed like an MRZ's, whatever their lengths (each ``min_length`` text
+    heights at least)."""
+    left_a, length_a, middle_a, height_a = upper
+    left_b, length_b, middle_b, height_b = lower
+    height = max(height_a, height_b)
+    return (
+        length_a >= min_length * height_a
+        and length_b >= min_length * height_b
+        and abs(left_a - left_b) <= height
+        and abs(height_a - height_b) <= 0.3 * height
+        and middle_b - middle_a <= 2.5 * height
+    )
+
+
+def _pairs(upper: _Shape, lower: _Shape) -> bool:
+    """Two lines of one MRZ: placed like one, ten heights long and of the same length."""
+    return _may_pair(upper, lower, 10) and abs(upper[1] - lower[1]) <= 0.12 * max(
+        upper[1], lower[1]
+    )
+
+
+def _line_quad(quads: list[FloatArray], line: list[int], end: FloatArray | None) -> FloatArray:
+    """One box over a text line's boxes, along its slope, from the first box's left edge to
+    the last one's right edge (or ``end``), as tall as its tallest box."""
+    first, last = quads[line[0]], quads[line[-1]]
+    left = (first[0] + first[3]) / 2
+    right = (last[1] + last[2]) / 2 if end is None else end
+    direction = (right - left) / max(float(np.linalg.norm(right - left)), 1.0)
+    half = np.array([-direction[1], direction[0]]) * max(_text_height(quads[i]) for i in line) / 2
+    return np.array([left - half, right - half, right + half, left + half], dtype=np.float32)
+
+
+def _over_fillers(
+    pixels: UInt8Array, quads: list[FloatArray], line: list[int]
+) -> FloatArray | None:
+    """The middle of a text line's right end moved over a run of alike glyphs
+    (``filler_run``) the detector left out, starting within one and a half text heights of
+    the line's end, and the glyphs right after it (an MRZ's last check digit); or None.
+    Ink is looked for first: after most lines there is none."""
+    last = quads[line[-1]]
+    height = max(_text_height(quads[index]) for index in line)
+    end = (last[1] + last[2]) / 2
+    x, y = int(end[0]), int(end[1])
+    near = pixels[
+        max(0, int(y - 0.25 * height)) : int(y + 0.25 * height) + 1, x : x + int(1.5 * height)
+    ]
+    if near.size == 0 or int(np.ptp(near.reshape(-1, near.shape[2]), axis=0).max()) <= _INK:
+        return None
+    first = quads[line[0]]
+    direction = end - (first[0] + first[3]) / 2
+    direction = direction / max(float(np.linalg.norm(direction)), 1.0)
+    image_height, image_width = pixels.shape[:2]
+    reach = 40 * height  # or to the image's edge
+    for position, step, size in zip(end, direction, (image_width, image_height), strict=True):
+        if step > 0:
+            reach = min(reach, (size - 1 - position) / step)
+        elif step < 0:
+            reach = min(reach, -position / step)
+    if reach < 2 * height:
+        return None
+    half = np.array([-direction[1], direction[0]]) * height / 2
+    far = end + direction * reach
+    strip = _straightened(
+        pixels, np.array([end - half, far - half, far + half, end + half], dtype=np.float32)
+    )
+    run = filler_run(strip)
+    if run is None or run[0] > 1.5 * height:
+        return None
+    inked = np.flatnonzero(_ink_columns(_ink(strip)))
+    after = inked[inked >= run[1]]
+    stop = run[1]
+    for column in after:
+        if column - stop > height:
+            break
+        stop = int(column) + 1
+    moved: FloatArray = (end + direction * stop).astype(np.float32)
+    return moved
 
 
 Recognise = Callable[[UInt8Array], tuple[str, float]]
@@ -1057,34 +1224,87 @@ def filler_run(crop: UInt8Array) -> tuple[int, int, int] | None:
     (its first column, its end column, how many). An MRZ's fillers are such a run; the
     recogniser, trained on other text, can read a run of large ``<`` as ``AAAA`` and lose
     the whole line with it (a close photo of an ID card read ``I<UTOE38701QW94<<<…`` as
-    ``1030``), while the glyphs themselves are easy to tell apart and to count."""
+    ``1030``), while the glyphs themselves are easy to tell apart and to count.
+
+    Glyphs are taken two ways, and the longer run counts: the stretches of inked columns
+    (a thin guilloche line crossing a gap leaves it a gap), and the connected blots of ink
+    (a ``<`` whose arms reach over the next one's point, at a tight pitch or on a slant,
+    shares every column with its neighbours but touches neither)."""
+    ink = _ink(crop)
+    best: tuple[int, int, int] | None = None
+    for glyphs in (_column_glyphs(ink), _blot_glyphs(ink)):
+        run = _alike_run(glyphs)
+        if run is not None and (best is None or run[2] > best[2]):
+            best = run
+    return best
+
+
+_Glyph = tuple[int, int, FloatArray]  # first column, end column, shape (16×12, centred)
+
+
+def _glyph_shape(glyph: npt.NDArray[Any]) -> FloatArray:
     import cv2
 
-    grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
-    _, ink = cv2.threshold(grey, 0, 1, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
-    # a column with a little ink (a thin guilloche line crossing) is still a gap
-    columns = ink.sum(axis=0) >= max(2, ink.shape[0] // 12)
+    rows = np.flatnonzero(glyph.sum(axis=1))
+    cut = glyph[rows[0] : rows[-1] + 1].astype(np.float32)
+    shape = np.asarray(cv2.resize(cut, (12, 16), interpolation=cv2.INTER_AREA), np.float32)
+    centred: FloatArray = (shape - shape.mean()).ravel()
+    return centred
+
+
+def _column_glyphs(ink: UInt8Array) -> list[_Glyph]:
+    columns = _ink_columns(ink)
     edges = np.flatnonzero(np.diff(np.concatenate(([0], columns.astype(np.int8), [0]))))
-    spans = list(zip(edges[::2], edges[1::2], strict=True))
-    shapes = []
-    for start, end in spans:
-        glyph = ink[:, start:end]
-        rows = np.flatnonzero(glyph.sum(axis=1))
-        glyph = glyph[rows[0] : rows[-1] + 1].astype(np.float32)
-        shape = cv2.resize(glyph, (12, 16), interpolation=cv2.INTER_AREA).ravel()
-        shapes.append(shape - shape.mean())
+    return [
+        (int(start), int(end), _glyph_shape(ink[:, start:end]))
+        for start, end in zip(edges[::2], edges[1::2], strict=True)
+    ]
+
+
+def _blot_glyphs(ink: UInt8Array) -> list[_Glyph]:
+    """The connected blots of ink at least a fifth of the line tall, left to right."""
+    import cv2
+
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    glyphs = []
+    for label in range(1, count):
+        left, top, width, height, _ = (int(value) for value in stats[label])
+        if height < max(3, ink.shape[0] // 5):
+            continue
+        blot = labels[top : top + height, left : left + width] == label
+        glyphs.append((left, left + width, _glyph_shape(blot)))
+    return sorted(glyphs, key=lambda glyph: glyph[0])
+
+
+def _alike_run(glyphs: list[_Glyph]) -> tuple[int, int, int] | None:
     best: tuple[int, int] | None = None
     first = 0
-    while first < len(spans):
+    while first < len(glyphs):
         last = first + 1
-        while last < len(spans) and _alike(shapes[first], shapes[last]):
+        while last < len(glyphs) and _alike(glyphs[first][2], glyphs[last][2]):
             last += 1
         if last - first >= _FILLER_RUN and (best is None or last - first > best[1] - best[0]):
             best = (first, last)
         first = last
     if best is None:
         return None
-    return int(spans[best[0]][0]), int(spans[best[1] - 1][1]), best[1] - best[0]
+    return glyphs[best[0]][0], glyphs[best[1] - 1][1], best[1] - best[0]
+
+
+def _ink(crop: UInt8Array) -> UInt8Array:
+    """1 where ``crop`` is darker than Otsu's threshold of it (dark text on light paper)."""
+    import cv2
+
+    grey = cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
+    _, ink = cv2.threshold(grey, 0, 1, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
+    return np.asarray(ink, dtype=np.uint8)
+
+
+def _ink_columns(ink: UInt8Array) -> npt.NDArray[np.bool_]:
+    """The columns of a line's ``_ink`` that hold some; a column with a little (a thin
+    guilloche line crossing) is still a gap."""
+    columns: npt.NDArray[np.bool_] = ink.sum(axis=0) >= max(2, ink.shape[0] // 12)
+    return columns
 
 
 def _alike(one: FloatArray, other: FloatArray) -> bool:
