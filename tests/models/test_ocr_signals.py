@@ -422,6 +422,11 @@ def test_the_mrz_band_is_two_or_three_equal_rows_and_prose_has_none() -> None:
     lines = mrz_band(blank, split)
     assert [line.boxes for line in lines] == [(3, 4), (5,)]
     assert np.allclose(lines[0].quad, page[3])
+    # photographed at an angle, the second line starts a little further in; a line that
+    # starts two heights in is another column's
+    for shift, band in ((55, [(3,), (4,)]), (85, [])):
+        shifted = [*page[:4], _quad(40 + shift, 655, 958 + shift, 695)]
+        assert [line.boxes for line in mrz_band(blank, shifted)] == band
 
 
 def _turned(quad: Any, degrees: float, centre: tuple[float, float] = (500, 400)) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,27 +78,32 @@ class Gazetteer:
 
     given: frozenset[str]
     surnames: frozenset[str]
+    #: the names of countries in 40 languages (Faker's address providers) that are not
+    #: also given names or surnames ("Denmark", "Cyprus", "Alemania"; not "Jordan",
+    #: "Georgia" or "Holland")
+    countries: frozenset[str] = frozenset()
 
     @classmethod
     def load(cls) -> Gazetteer:
-        import importlib
-        import pkgutil
-
+        import faker.providers.address as addresses
         import faker.providers.person as people
         from spacy.lang.en.stop_words import STOP_WORDS
 
         given: set[str] = set()
         surnames: set[str] = set()
-        for module in pkgutil.iter_modules(people.__path__):
-            provider = getattr(
-                importlib.import_module(f"{people.__name__}.{module.name}"), "Provider", None
-            )
-            attributes = vars(provider) if provider is not None else {}
+        for attributes in _providers(people):
             for attribute in ("first_names", "first_names_male", "first_names_female"):
                 given.update(_strings(attributes.get(attribute)))
             surnames.update(_strings(attributes.get("last_names")))
+        countries: set[str] = set()
+        for attributes in _providers(addresses):
+            countries.update(_strings(attributes.get("countries")))
         stop = {word.title() for word in STOP_WORDS}
-        return cls(frozenset(given - stop), frozenset(surnames - stop))
+        return cls(
+            frozenset(given - stop),
+            frozenset(surnames - stop),
+            frozenset(countries - given - surnames),
+        )
 
     def names(self, text: str) -> list[tuple[int, int]]:
         """Spans of ``text`` that read as a person's name: a given name followed by a
@@ -138,6 +143,18 @@ def _opens_a_sentence(text: str, start: int) -> bool:
     while index >= 0 and text[index] in ' \t"“(':
         index -= 1
     return index < 0 or text[index] in ".!?:\n"
+
+
+def _providers(package: Any) -> Iterator[dict[str, Any]]:
+    """The class attributes of each locale's ``Provider`` in a Faker provider package."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(package.__path__):
+        provider = getattr(
+            importlib.import_module(f"{package.__name__}.{module.name}"), "Provider", None
+        )
+        yield vars(provider) if provider is not None else {}
 
 
 def _strings(value: Any) -> list[str]:
@@ -222,12 +239,16 @@ class EntityModel:
                 if entity.text.endswith(("'s", "’s")):
                     end -= 2  # "Maria Gonzalez's refund": the name, not its possessive
                 found[index].append(Finding(kind, start, end, confidence, "ner"))
+        countries = self.gazetteer.countries if self.gazetteer is not None else frozenset()
         for index, text in enumerate(texts):
             found[index] = [
                 _without_apartment(finding, text=text)
                 for finding in found[index]
                 if finding.type is not FindingType.PERSON
-                or not _a_place_or_company(text, finding.start, finding.end)
+                or not (
+                    _a_place_or_company(text, finding.start, finding.end)
+                    or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
+                )
             ]
         return found
 

@@ -998,8 +998,9 @@ def mrz_band(pixels: UInt8Array, quads: list[FloatArray]) -> list[BandLine]:
 
     An MRZ is two or three lines of 30-44 monospace characters with no spaces: text lines
     (``_text_lines``) at least ten text heights long, one under the other at most two and a
-    half heights apart, of the same length (±12 %), starting at the same place (± one text
-    height) and of the same height (±30 %). Every line that belongs to such a group counts.
+    half heights apart, of the same length (±12 %), starting at the same place (± one and
+    a half text heights: in a photo at an angle the second line starts a little further
+    in) and of the same height (±30 %). Every line that belongs to such a group counts.
 
     The detector splits such a line where glare washes part of it out, and where a tilted
     line's run of fillers drifts off its text; it can leave a run of large ``<`` out
@@ -1092,7 +1093,7 @@ def _may_pair(upper: _Shape, lower: _Shape, min_length: float) -> bool:
     return (
         length_a >= min_length * height_a
         and length_b >= min_length * height_b
-        and abs(left_a - left_b) <= height
+        and abs(left_a - left_b) <= 1.5 * height
         and abs(height_a - height_b) <= 0.3 * height
         and middle_b - middle_a <= 2.5 * height
     )
