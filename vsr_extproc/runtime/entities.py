@@ -78,7 +78,7 @@ class Gazetteer:
 
     given: frozenset[str]
     surnames: frozenset[str]
-    #: the names of countries in 40 languages (Faker's address providers) that are not
+    #: the names of countries in 40 locales (Faker's address providers) that are not
     #: also given names or surnames ("Denmark", "Cyprus", "Alemania"; not "Jordan",
     #: "Georgia" or "Holland")
     countries: frozenset[str] = frozenset()

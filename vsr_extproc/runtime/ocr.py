@@ -1150,10 +1150,11 @@ def _over_fillers(
     strip = _straightened(
         pixels, np.array([end - half, far - half, far + half, end + half], dtype=np.float32)
     )
-    run = filler_run(strip)
+    ink = _ink(strip)
+    run = _alike_glyph_run(ink)
     if run is None or run[0] > 1.5 * height:
         return None
-    inked = np.flatnonzero(_ink_columns(_ink(strip)))
+    inked = np.flatnonzero(_ink_columns(ink))
     after = inked[inked >= run[1]]
     stop = run[1]
     for column in after:
@@ -1231,7 +1232,11 @@ def filler_run(crop: UInt8Array) -> tuple[int, int, int] | None:
     (a thin guilloche line crossing a gap leaves it a gap), and the connected blots of ink
     (a ``<`` whose arms reach over the next one's point, at a tight pitch or on a slant,
     shares every column with its neighbours but touches neither)."""
-    ink = _ink(crop)
+    return _alike_glyph_run(_ink(crop))
+
+
+def _alike_glyph_run(ink: UInt8Array) -> tuple[int, int, int] | None:
+    """``filler_run`` on a line's ``_ink``."""
     best: tuple[int, int, int] | None = None
     for glyphs in (_column_glyphs(ink), _blot_glyphs(ink)):
         run = _alike_run(glyphs)
