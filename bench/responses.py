@@ -1,22 +1,29 @@
 """The response phase's cost on a streamed answer, side by side in one run.
 
-Three stacks of deploy/examples/rules-only.yaml behind a real Envoy, with stand-in
-upstreams that stream a scripted answer of ``CHUNKS`` events as fast as they can:
+Four stacks of deploy/examples/rules-only.yaml behind a real Envoy, with stand-in
+upstreams that stream a scripted answer:
 
 * ``off``: no response phase (Envoy never sends the answer to the processor);
 * ``measured``: ``responses.enabled`` without decisions (usage and latency only): Envoy
   copies each answer to the processor through its observing filter and does not wait;
+* ``calls``: the demo's tool-call decisions only (a memory write with personal data, a
+  destructive shell command): every chunk waits for the processor, no text is held;
 * ``guarded``: the demo's response decisions (tool calls, and an ``output`` guard that
   holds text back by ``guard_window_chars``).
 
-The three run side by side and take turns, one request at a time on one connection each,
-so that drift on the machine touches all three alike. Each processor must have counted
-every answer by the end (``vsr_answers_total``), or the run fails: a response phase that
-did not see the answers would look free. Reported: time to the first byte of
-the answer's body at the client, and the time to its end, p50 and p99; the added time per
-event is the difference in the whole answer's time divided by the number of events (Envoy
-may hand several events to the processor as one chunk, so per chunk it is at most that
-many times more).
+Two answers: ``burst``, ``CHUNKS`` events written as fast as the stand-in can, headers and
+events together (the processor's reply to the headers is then on the first byte's path);
+and ``paced``, headers first, then an event every ``PACE_MS`` as a model writes tokens
+(the reply to the headers is then made while the first token is awaited, as with a real
+model, whose headers precede its first token by the prompt's processing).
+
+The stacks take turns, one request at a time on one connection each, so that drift on the
+machine touches all alike. Each processor must have counted every answer by the end
+(``vsr_answers_total``), or the run fails: a response phase that did not see the answers
+would look free. Reported: time to the first byte of the answer's body at the client, and
+the time to its end, p50 and p99; the added time per event is the difference in the whole
+answer's time divided by the number of events (Envoy may hand several events to the
+processor as one chunk, so per chunk it is at most that many times more).
 """
 
 from __future__ import annotations
@@ -52,8 +59,14 @@ def _document(kind: str) -> dict[str, Any]:
         document["responses"] = {"enabled": True}
         return document
     document["signals"]["tool_call"] = demo["signals"]["tool_call"]
-    document["signals"]["output"] = demo["signals"]["output"]
     document["responses"] = copy.deepcopy(demo["responses"])
+    if kind == "calls":
+        decisions = document["responses"]["decisions"]
+        document["responses"]["decisions"] = [
+            decision for decision in decisions if decision["rules"].startswith("tool_call.")
+        ]
+        return document
+    document["signals"]["output"] = demo["signals"]["output"]
     return document
 
 
@@ -105,37 +118,58 @@ def _check_counted(stack: Stack, expected: int, kind: str) -> None:
     raise AssertionError(f"{kind}: the processor counted {counted:g} of {expected} answers")
 
 
-def measure(samples: int) -> dict[str, dict[str, list[float]]]:
-    script = {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False}
-    headers = {SCRIPT_HEADER: encode_script(**script)}
-    kinds = ("off", "measured", "guarded")
-    runs: dict[str, list[tuple[float, float, int]]] = {kind: [] for kind in kinds}
+#: the paced answer: a model that sends its headers, then an event every ``PACE_MS``
+PACED_EVENTS = 12
+PACE_MS = 3
+
+
+def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """Per scenario (``burst``: ``CHUNKS`` events at once; ``paced``: headers first, then
+    ``PACED_EVENTS`` events ``PACE_MS`` apart, as a model writes), per stack: first-byte and
+    whole-answer times."""
+    scripts = {
+        "burst": {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False},
+        "paced": {
+            "content": WORDS * PACED_EVENTS,
+            "chunks": PACED_EVENTS,
+            "delay_ms": PACE_MS,
+            "identity": False,
+        },
+    }
+    rounds = {"burst": samples, "paced": max(samples // 3, 20)}
+    kinds = ("off", "measured", "calls", "guarded")
+    runs = {scenario: {kind: [] for kind in kinds} for scenario in scripts}  # type: dict[str, dict[str, list[tuple[float, float, int]]]]
     with tempfile.TemporaryDirectory(prefix="vsr-bench-responses-") as tmp:
         stacks: dict[str, Stack] = {}
         try:
             for kind in kinds:
                 stacks[kind] = _start(_document(kind), Path(tmp) / kind)
             clients = {kind: httpx.Client(base_url=stacks[kind].url, timeout=30) for kind in kinds}
-            for round_ in range(samples + 10):
-                for kind in kinds:
-                    run = _stream_once(clients[kind], headers)
-                    if round_ >= 10:  # the first rounds warm up
-                        runs[kind].append(run)
+            for scenario, script in scripts.items():
+                headers = {SCRIPT_HEADER: encode_script(**script)}
+                for round_ in range(rounds[scenario] + 10):
+                    for kind in kinds:
+                        run = _stream_once(clients[kind], headers)
+                        if round_ >= 10:  # the first rounds warm up
+                            runs[scenario][kind].append(run)
             for client in clients.values():
                 client.close()
-            for kind in ("measured", "guarded"):
-                _check_counted(stacks[kind], samples + 10, kind)
+            answers = sum(count + 10 for count in rounds.values())
+            for kind in kinds[1:]:
+                _check_counted(stacks[kind], answers, kind)
         finally:
             for stack in stacks.values():
                 stack.stop()
-    results: dict[str, dict[str, list[float]]] = {}
-    for kind in kinds:
-        sizes = {size for _, _, size in runs[kind]}
-        assert len(sizes) == 1, f"{kind}: answers differ in size: {sizes}"
-        results[kind] = {
-            "first_byte_ms": [first for first, _, _ in runs[kind]],
-            "total_ms": [total for _, total, _ in runs[kind]],
-        }
+    results: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for scenario, by_kind in runs.items():
+        results[scenario] = {}
+        for kind, measured in by_kind.items():
+            sizes = {size for _, _, size in measured}
+            assert len(sizes) == 1, f"{scenario}/{kind}: answers differ in size: {sizes}"
+            results[scenario][kind] = {
+                "first_byte_ms": [first for first, _, _ in measured],
+                "total_ms": [total for _, total, _ in measured],
+            }
     return results
 
 
@@ -143,27 +177,31 @@ def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def report(results: dict[str, dict[str, list[float]]]) -> None:
-    for kind, runs in results.items():
-        first, total = runs["first_byte_ms"], runs["total_ms"]
-        print(
-            f"{kind:<9} first byte p50 {_p(first, 50):7.2f} ms  p99 {_p(first, 99):7.2f} ms   "
-            f"whole answer p50 {_p(total, 50):7.2f} ms  p99 {_p(total, 99):7.2f} ms"
-        )
-    base = results["off"]
-    for kind in ("measured", "guarded"):
-        runs = results[kind]
-        added_first = _p(runs["first_byte_ms"], 50) - _p(base["first_byte_ms"], 50)
-        added_total = _p(runs["total_ms"], 50) - _p(base["total_ms"], 50)
-        ratio = _p(runs["total_ms"], 50) / _p(base["total_ms"], 50)
-        print(
-            f"{kind} vs off: first byte {added_first:+.2f} ms p50, "
-            f"{added_total / CHUNKS:+.3f} ms per event ({CHUNKS} events, whole answer "
-            f"{added_total:+.2f} ms; with/without {ratio:.3f})"
-        )
+def report(results: dict[str, dict[str, dict[str, list[float]]]]) -> None:
+    for scenario, by_kind in results.items():
+        events = CHUNKS if scenario == "burst" else PACED_EVENTS
+        how = "at once" if scenario == "burst" else f"{PACE_MS} ms apart, after the headers"
+        print(f"-- {scenario}: {events} events {how}")
+        for kind, runs in by_kind.items():
+            first, total = runs["first_byte_ms"], runs["total_ms"]
+            print(
+                f"{kind:<9} first byte p50 {_p(first, 50):7.2f} ms  p99 {_p(first, 99):7.2f} ms"
+                f"   whole answer p50 {_p(total, 50):7.2f} ms  p99 {_p(total, 99):7.2f} ms"
+            )
+        base = by_kind["off"]
+        for kind in ("measured", "calls", "guarded"):
+            runs = by_kind[kind]
+            added_first = _p(runs["first_byte_ms"], 50) - _p(base["first_byte_ms"], 50)
+            added_total = _p(runs["total_ms"], 50) - _p(base["total_ms"], 50)
+            ratio = _p(runs["total_ms"], 50) / _p(base["total_ms"], 50)
+            print(
+                f"{kind} vs off: first byte {added_first:+.2f} ms p50, "
+                f"{added_total / events:+.3f} ms per event ({events} events, whole answer "
+                f"{added_total:+.2f} ms; with/without {ratio:.3f})"
+            )
 
 
-def main(samples: int = 100) -> dict[str, dict[str, list[float]]]:
+def main(samples: int = 100) -> dict[str, dict[str, dict[str, list[float]]]]:
     results = measure(samples)
     report(results)
     return results

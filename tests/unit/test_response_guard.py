@@ -121,6 +121,34 @@ def test_a_benign_stream_leaves_byte_for_byte_however_envoy_cuts_it(seed: int) -
         assert body == raw
 
 
+@pytest.mark.parametrize("ending", [b"\r\n", b"\r"], ids=["crlf", "cr"])
+def test_events_with_other_line_endings_are_read_and_guarded(ending: bytes) -> None:
+    text = f"Here: {AWS_KEY}. " + "The rest is ordinary prose. " * 4
+    events = [_event({"content": text[i : i + 7]}) for i in range(0, len(text), 7)]
+    raw = b"".join(events) + b"data: [DONE]\n\n"
+    raw = raw.replace(b"\n", ending)
+    # cut in the middle of each blank line, where "\r\n\r\n" and "\r\r" are split
+    chunks = raw.replace(ending * 2, ending + b"|" + ending).split(b"|")
+    body, _ = _stream(ResponseExchange(_policy(REDACT_SECRETS), REQUEST), chunks)
+    assert AWS_KEY not in body.decode()
+    assert _text(body.replace(ending, b"\n")) == text.replace(AWS_KEY, "<SECRET_1>")
+    plain = text.replace(AWS_KEY, "no key here at all!!")
+    events = [_event({"content": plain[i : i + 7]}) for i in range(0, len(plain), 7)]
+    benign = (b"".join(events) + b"data: [DONE]\n\n").replace(b"\n", ending)
+    body, _ = _stream(ResponseExchange(_policy(REDACT_SECRETS), REQUEST), [benign])
+    assert body == benign  # byte for byte, line endings kept
+
+
+def test_a_chunk_of_many_events_releases_all_but_the_window_at_once() -> None:
+    events = [_event({"content": "word" + " " * 6}) for _ in range(40)]  # 10 characters each
+    exchange = ResponseExchange(_policy(REDACT_SECRETS, window=64), REQUEST)
+    assert exchange.on_headers(SSE_HEADERS).mode == "sse"
+    plan = exchange.on_body(b"".join(events), False)
+    # the last 7 events are still within 64 characters of the end: held
+    assert plan.body == b"".join(events[:33])
+    assert exchange.on_body(b"", True).body == b"".join(events[33:])
+
+
 def test_text_waits_only_for_the_window_and_not_at_all_without_a_text_guard() -> None:
     words = [_event({"content": "word" + " " * 6}) for _ in range(30)]  # 10 characters each
     _, guarded = _stream(ResponseExchange(_policy(REDACT_SECRETS, window=64), REQUEST), words)

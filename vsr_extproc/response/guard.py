@@ -28,6 +28,7 @@ whose decisions read only tool calls and carry none.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections import deque
 from collections.abc import Callable
@@ -156,6 +157,9 @@ class ResponseExchange:
         self._released: dict[int, int] = {}
         self._stopped = False
         self._redactor: Redactor | None = None
+        # read for every event of a stream
+        self._guards = policy.guards
+        self._guards_text = policy.guards_text
 
     # --- headers ------------------------------------------------------------------------
 
@@ -337,13 +341,14 @@ class ResponseExchange:
     # --- streams ------------------------------------------------------------------------
 
     def _sse(self, data: bytes, end: bool) -> bytes:
-        self._pending += data
-        while True:
-            cut = event_end(self._pending)
-            if cut is None:
-                break
-            self._take(bytes(self._pending[:cut]))
-            del self._pending[:cut]
+        pending = self._pending
+        pending += data
+        start = 0
+        # one pass over what arrived: a chunk may hold dozens of events
+        for match in _EVENT_END.finditer(pending):
+            self._take(bytes(pending[start : match.end()]))
+            start = match.end()
+        del pending[:start]
         if end:
             if self._pending:
                 self._take(bytes(self._pending))  # a last event without its blank line
@@ -362,13 +367,17 @@ class ResponseExchange:
             except orjson.JSONDecodeError:
                 event.document = None
                 self.unreadable = "a stream event is not valid JSON"
-            lengths = {choice: self.answer.written(choice) for choice in self.answer.texts}
             fragments, event.calls = self.answer.add_chunk(event.document)
-            slots = _choice_slots(event.document)
-            for choice, text in fragments:
-                offset = lengths.get(choice, 0)
-                lengths[choice] = offset + len(text)
-                event.pieces.append(_Piece(choice, slots.get(choice, 0), offset, text))
+            if fragments:
+                slots = _choice_slots(event.document)
+                # a fragment ends where its choice's text ends, less the fragments of the
+                # same choice after it in this event
+                ends = {choice: self.answer.written(choice) for choice, _ in fragments}
+                pieces = []
+                for choice, text in reversed(fragments):
+                    ends[choice] -= len(text)
+                    pieces.append(_Piece(choice, slots.get(choice, 0), ends[choice], text))
+                event.pieces = pieces[::-1]
             if fragments or event.calls:
                 now = self.clock()
                 if self.first_token_at is None:
@@ -397,11 +406,11 @@ class ResponseExchange:
         return b"".join(out)
 
     def _releasable(self, event: _Event) -> bool:
-        if not self.policy.guards:
+        if not self._guards:
             return True
-        if any(not self.answer.call_complete(key) for key in event.calls):
+        if event.calls and not all(self.answer.call_complete(key) for key in event.calls):
             return False
-        if not self.policy.guards_text or not event.pieces:
+        if not self._guards_text or not event.pieces:
             return True
         window = self.policy.window_chars
         for piece in event.pieces:
@@ -556,23 +565,22 @@ def _since(start: float, end: float | None) -> float | None:
     return None if end is None else max(0.0, end - start)
 
 
+#: the blank line that ends an event, whichever line ending the stream uses (the leftmost
+#: match is also the one that ends first: none of them holds another)
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
 def event_end(buffer: bytearray) -> int | None:
     """Where the first complete event of ``buffer`` ends (after its blank line)."""
-    ends = [
-        position + len(separator)
-        for separator in (b"\n\n", b"\r\n\r\n", b"\r\r")
-        if (position := buffer.find(separator)) >= 0
-    ]
-    return min(ends) if ends else None
+    match = _EVENT_END.search(buffer)
+    return match.end() if match else None
 
 
 def event_data(raw: bytes) -> bytes | None:
     """The ``data`` of one event (several data lines joined), or None when it has none."""
-    lines = [
-        line[5:].removeprefix(b" ")
-        for line in raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-        if line.startswith(b"data:")
-    ]
+    if b"\r" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = [line[5:].removeprefix(b" ") for line in raw.split(b"\n") if line.startswith(b"data:")]
     return b"\n".join(lines).strip() if lines else None
 
 
