@@ -121,10 +121,16 @@ def _deciders(stack: Stack, ids: set[str]) -> Counter[str]:
     for name, child in stack.children.items():
         if not name.startswith("processor"):
             continue
-        for line in child.log_path.read_text(errors="replace").splitlines():
+        lines = child.log_path.read_text(errors="replace").splitlines()
+        for number, line in enumerate(lines, start=1):
             if not line.startswith("{"):
                 continue
-            entry = orjson.loads(line)
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                if number == len(lines):
+                    continue  # the processor is still writing its last line
+                raise
             if entry.get("event") == "decided" and entry.get("replay_id") in ids:
                 counts[name] += 1
     return counts

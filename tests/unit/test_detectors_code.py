@@ -189,6 +189,38 @@ def test_prose_recipes_and_poetry_score_low(text: str) -> None:
     assert result.language is None
 
 
+#: verse and prose in other languages and scripts, some lines ending in ";" or "," as verse
+#: does: no English function word among them, and few capitals or none
+OTHER_LANGUAGES = {
+    "russian": "Над рекой туман ложится;\nтихо спит усталый сад,\n"
+    "и луна над старой крышей\nсветит много лет подряд;\nветер в поле засыпает",
+    "greek": "Το καλοκαίρι φεύγει αργά;\nστα κύματα η θάλασσα γελά,\n"
+    "οι φίλοι μένουν στην αυλή\nκαι τραγουδούν μέχρι πρωί;",
+    "arabic": "في الصباح يذهب الأطفال إلى المدرسة؛\nويعود الأب من العمل متعبا,\n"
+    "وتطبخ الجدة طعام العشاء للعائلة\nثم يجلس الجميع حول الطاولة;",
+    "hebrew": "הבוקר הלכנו לשוק הגדול;\nקנינו ירקות ופירות טריים,\n"
+    "ואחר כך ישבנו בבית קפה קטן\nושתינו תה חם עם נענע;",
+    "hindi": "सुबह की धूप आँगन में आई;\nबच्चे खेलने बाहर गए,\nदादी ने मीठी खीर बनाई\nऔर सबने मिलकर खाना खाया;",
+    "japanese": "春の朝、川のほとりを歩いた;\n桜の花が静かに散っていた,\n"
+    "子どもたちは公園で遊んでいる\n夕方には雨が降るそうだ;",
+    "chinese": "今天早上我去公园散步;\n湖边的柳树已经发芽了,\n"
+    "老人们在树下下棋聊天\n孩子们在草地上放风筝;",
+    "spanish": "Las olas llegan a la orilla;\nlos niños juegan en la arena,\n"
+    "mi abuela cuenta sus historias\ny el sol se esconde tras el monte;",
+    "turkish": "Sabahları çay demlenir;\nkomşular bahçede buluşur,\n"
+    "çocuklar okula koşarken\nşehir yavaşça uyanır;",
+}
+
+
+@pytest.mark.parametrize("text", OTHER_LANGUAGES.values(), ids=OTHER_LANGUAGES.keys())
+def test_prose_in_other_languages_and_scripts_is_not_code(text: str) -> None:
+    """The line model was fitted on English prose until programs' translated messages
+    joined it: a line of words without an English function word, in a script without
+    capitals, read as code (a poem in Hebrew or Japanese scored 0.9)."""
+    result = code_score(text)
+    assert result.score < 0.5, result
+
+
 @pytest.mark.parametrize("text", ["", "   \n\n  "])
 def test_empty_text(text: str) -> None:
     assert code_score(text) == code_score("") == type(code_score(""))(0.0, None, 0)

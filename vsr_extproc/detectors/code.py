@@ -16,15 +16,18 @@ line cues are anchored at the start of the code, not of the screen line.
 
 Beside the cues, a line model that knows no language: each line becomes its *shape*
 (``line_shape``: a word becomes ``w``, a capitalised one ``W``, a camelCase one ``m``, a
-snake_case one ``_``, an English function word ``s``, a number ``9``; punctuation stays),
-and a logistic regression over the shape's character n-grams (``banks/code_lines.json``,
-fitted by ``python -m vsr_extproc.eval.codelines`` on code of some twenty languages
-against prose, forms, receipts and addresses) gives the probability that the line is code.
+snake_case one ``_``, an English function word ``s``, a word with a letter outside ASCII
+``n`` (identifiers are ASCII; other languages' words mostly are not), a number ``9``;
+punctuation stays), and a logistic regression over the shape's character n-grams
+(``banks/code_lines.json``, fitted by ``python -m vsr_extproc.eval.codelines`` on code of
+some twenty languages against English prose, programs' messages in other languages,
+forms, receipts and addresses) gives the probability that the line is code.
 ``x = foo(bar);`` and ``(defun foo (x) (car x))`` have shapes no sentence has, whatever the
 language's keywords; a line the model is sure of counts as one cue.
 
-Lines that read as sentences (many words, mostly letters, no code shape) pull the score
-down, so prose, recipes ("2 cups (250 g) flour") and poetry stay low. Comments are the
+Lines that read as sentences (many words, mostly letters of any script, no code shape; a
+line mostly of Chinese or Japanese characters) pull the score down, so prose, recipes
+("2 cups (250 g) flour") and poetry stay low. Comments are the
 program's prose and count for neither side: line comments, block comments and block
 strings (docstrings) followed across lines, also on a screen that begins inside one or
 whose closer OCR lost, and comment marks as OCR misreads them (``///`` as ``Ill``, ``%%``
@@ -37,6 +40,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -117,8 +121,12 @@ _PROMPT = re.compile(
     r"|[\w.\-]+@[\w.\-]+(?::[^$#\s]*)?[$#])(?=\s|$)\s?"
 )
 _MARGIN_SHARE = 0.5
-# a word of prose: not part of an identifier (snake_case, dotted.name, a call)
-_WORD = re.compile(r"(?<![\w.])[A-Za-z\u00c0-\u024f']+(?![\w(]|\.\w)")
+# a word of prose, in any script: not part of an identifier (snake_case, dotted.name, a
+# call)
+_WORD = re.compile(r"(?<![\w.])(?:[^\W\d_]|')+(?![\w(]|\.\w)")
+# the characters of scripts written without spaces between words (Chinese, Japanese): a
+# line of them is a sentence, whatever ends it; code keeps them in its strings and comments
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CODE_PUNCTUATION = frozenset("{}()[];=<>")
 _SENTENCE_END = re.compile(r"[.!?:,\"')]\s*$")
 # a string literal in double quotes, or in single quotes that no letter touches outside
@@ -215,6 +223,8 @@ def _token_class(token: str) -> str:
         return token if token.isascii() else "?"
     if token.lower() in FUNCTION_WORDS:
         return "s"
+    if not token.isascii():
+        return "n"  # a word of another language: identifiers are written in ASCII
     if "_" in token:
         return "_"
     if any(char.isdigit() for char in token):
@@ -262,7 +272,9 @@ def line_code_probability(line: str) -> float:
 
 
 def _is_prose_line(line: str, cues: int) -> bool:
-    """Many words, mostly letters, and at most one weak code cue: a sentence or verse.
+    """Many words, mostly letters (of any script), and at most one weak code cue: a
+    sentence or verse. A line mostly of Chinese or Japanese characters, which are written
+    without spaces between words, is one whatever ends it.
 
     What stands in a string literal or a trailing comment is the program's prose, not the
     line's: ``echo "Number is greater than 10"`` is a command, ``x.y  // Test comment`` an
@@ -273,11 +285,17 @@ def _is_prose_line(line: str, cues: int) -> bool:
         return False
     line = _TRAILING_COMMENT.sub("", line)
     line = (_STRING_LITERAL if cues else _GLUED_LITERAL).sub('""', line)
+    visible = sum(not char.isspace() for char in line)
+    unspaced = len(_UNSPACED.findall(line))
+    if unspaced >= 4 and unspaced >= 0.6 * visible:
+        return True
     words = _WORD.findall(line)
     if len(words) < 5:
         return False
-    letters = sum(len(word) for word in words)
-    visible = sum(not char.isspace() for char in line)
+    # a letter's combining marks (Devanagari's vowel signs, Hebrew's points) are letters
+    letters = sum(len(word) for word in words) + sum(
+        unicodedata.category(char).startswith("M") for char in line if not char.isascii()
+    )
     return letters >= 0.75 * visible and (cues == 0 or _SENTENCE_END.search(line) is not None)
 
 

@@ -15,13 +15,17 @@ of these the machine has (the report lists the lines each gave). Pygments' examp
 the image corpus's source of code screenshots, are never read.
 
 Not code: licence texts and Debian copyright files (prose), the prose of this project's
-banks (requests and questions), and lines of forms, receipts, labels, tables and addresses
-generated from Faker with templates written here (not the image corpus's templates), with
-maths exercises, machine-readable zones and hashtags.
+banks (requests and questions), the messages programs show in other languages (gettext
+catalogues under ``/usr/share/locale``: sentences in dozens of languages and scripts, the
+only prose here not in English; kept apart from the balance of code and the rest, see
+``fit``), and lines of forms, receipts, labels, tables and addresses generated from Faker
+with templates written here (not the image corpus's templates), with maths exercises (a
+third as OCR reads them), machine-readable zones and hashtags.
 """
 
 from __future__ import annotations
 
+import gettext
 import glob
 import random
 import re
@@ -68,6 +72,9 @@ PROSE_SOURCES = {
     "copyright": "/usr/share/doc/*/copyright",
     "licence_files": f"{SITE}/site-packages/*.dist-info/LICEN[CS]E*",
 }
+#: gettext catalogues: programs' messages translated into other languages
+TRANSLATIONS = "/usr/share/locale/*/LC_MESSAGES/*.mo"
+TRANSLATED_LINES = 50  # a language's at most
 LINES_PER_FILE = 40
 LINES_PER_SOURCE = 3000
 PROSE_LINES = 6000
@@ -137,6 +144,54 @@ def bank_prose() -> list[str]:
     return [line.strip() for text in texts for line in text.splitlines() if len(line) > 20]
 
 
+#: what marks a message as a template or a command line rather than a sentence; and
+#: digits: a message's numbers ("2 copies") taught the model that an OCR'd maths exercise
+#: (``1)15 _88212x5=``) is code
+_NOT_A_SENTENCE = re.compile(
+    r"[%{}()\[\]<>=/\\_|$@#\d]|(?:^|\s)--?\w|\b[A-Z]{2,}[A-Z.]*\b|\s{3,}|\.\.\.$"
+)
+
+
+def translated_lines(rng: random.Random) -> list[str]:
+    """Sentences of programs' messages in every language but English, from their gettext
+    catalogues, at most ``TRANSLATED_LINES`` lines a language. Templates and command
+    lines (placeholders, options, paths) are left out: only text written for people; so
+    are lines with brackets, whose use in prose the English sources teach (a message's
+    "(w w w)" taught the model that Lisp's ``(map inc (filter odd? xs))`` is prose)."""
+    by_language: dict[str, list[str]] = {}
+    for path in sorted(glob.glob(TRANSLATIONS)):
+        language = Path(path).parts[-3]
+        if language.startswith("en"):
+            continue
+        try:
+            with open(path, "rb") as catalogue:
+                messages = gettext.GNUTranslations(catalogue)._catalog  # type: ignore[attr-defined]
+        except (OSError, ValueError, IndexError):  # a catalogue it cannot parse
+            continue
+        lines = by_language.setdefault(language, [])
+        for source, text in messages.items():
+            if not source or not isinstance(text, str):
+                continue
+            for line in text.splitlines():
+                line = line.strip()
+                words = _WORDS.findall(line)
+                foreign = sum(not word.isascii() for word in words)
+                # a language's own words: plain ASCII ones read like code's identifiers,
+                # and Haskell's or Lisp's lines are such words side by side
+                if (
+                    len(words) >= 3
+                    and foreign >= len(words) / 3
+                    and not _NOT_A_SENTENCE.search(line)
+                ):
+                    lines.append(line)
+    chosen: list[str] = []
+    for language in sorted(by_language):
+        lines = sorted(set(by_language[language]))
+        rng.shuffle(lines)
+        chosen += lines[:TRANSLATED_LINES]
+    return chosen
+
+
 def form_lines(rng: random.Random, count: int) -> list[str]:
     """Lines of receipts, labels, tables, forms, addresses, maths exercises, travel
     documents and social posts, from Faker."""
@@ -189,7 +244,23 @@ def form_lines(rng: random.Random, count: int) -> list[str]:
 
 
 def _arithmetic(rng: random.Random) -> str:
-    """A line of a maths exercise: sums, comparisons, equations, blanks to fill."""
+    """A line of a maths exercise: sums, comparisons, equations, blanks to fill; a third
+    of them as OCR reads a printed sheet (``_ocr_read``)."""
+    line = _exercise(rng)
+    return _ocr_read(line, rng) if rng.random() < 1 / 3 else line
+
+
+def _ocr_read(line: str, rng: random.Random) -> str:
+    """``line`` as OCR returns printed maths: a blank to fill read as one underscore glued
+    to what stands around it (``37 ____ 688`` as ``37_688``), and spaces lost around the
+    operators and the parenthesis of a number."""
+    line = re.sub(r"\s*_+\s*", "_", line)
+    if rng.random() < 0.5:
+        line = re.sub(r"\s*([=+×x*/)<>-])\s*", r"\1", line)
+    return line
+
+
+def _exercise(rng: random.Random) -> str:
     a, b, c = rng.randint(1, 99), rng.randint(1, 99), rng.randint(1, 12)
     op = rng.choice(["+", "-", "x", "×", "÷", "/", "*"])
     blank = rng.choice(["____", "__", "?", "...", "= ", ""])
@@ -219,30 +290,43 @@ def _machine_readable(fake: Any, rng: random.Random) -> str:
     return (text + "<" * rng.randint(0, 20))[: rng.choice([30, 36, 44, 60])]
 
 
-def training_shapes(seed: int = 20261202) -> tuple[Counter[str], Counter[str], dict[str, int]]:
-    """Shape counts of code lines and of other lines, and how many lines each source gave."""
+def training_shapes(
+    seed: int = 20261202,
+) -> tuple[Counter[str], Counter[str], Counter[str], dict[str, int]]:
+    """Shape counts of code lines, of other lines, and of other languages' sentences (kept
+    apart: see ``fit``), and how many lines each source gave."""
     rng = random.Random(seed)
     code = code_lines(rng)
     prose = {name: _sample(pattern, PROSE_LINES, rng) for name, pattern in PROSE_SOURCES.items()}
     prose["bank_prose"] = bank_prose()
+    translations = translated_lines(rng)
     prose["forms"] = form_lines(rng, FORM_LINES)
     sources = {name: len(lines) for name, lines in {**code, **prose}.items()}
+    sources["translations"] = len(translations)
     positive = Counter(line_shape(line) for lines in code.values() for line in lines)
     negative = Counter(line_shape(line) for lines in prose.values() for line in lines)
-    return positive, negative, sources
+    return positive, negative, Counter(line_shape(line) for line in translations), sources
 
 
-def fit(positive: Counter[str], negative: Counter[str]) -> dict[str, Any]:
+def fit(
+    positive: Counter[str], negative: Counter[str], beside: Counter[str] | None = None
+) -> dict[str, Any]:
     """Logistic regression over each shape's n-grams, weighted by how often it occurs and
-    with both classes weighing the same in all."""
+    with code and ``negative`` weighing the same in all.
+
+    ``beside`` (other languages' sentences) are more lines that are not code, which do not
+    count in that balance: added to it, they made the code weigh more against everything
+    else, and an OCR'd maths exercise (``1)15 _88212x5=``, shape ``9)9 _9x=``) crossed the
+    cue threshold (0.911 against 0.891 apart)."""
     import numpy as np
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import normalize
 
-    shapes = [*positive, *negative]
-    labels = np.array([1] * len(positive) + [0] * len(negative))
-    counts = np.array([*positive.values(), *negative.values()], dtype=float)
+    others = negative + (beside or Counter())
+    shapes = [*positive, *others]
+    labels = np.array([1] * len(positive) + [0] * len(others))
+    counts = np.array([*positive.values(), *others.values()], dtype=float)
     balance = np.where(labels == 1, sum(negative.values()) / sum(positive.values()), 1.0)
     vectorizer = CountVectorizer(
         analyzer=shape_ngrams, binary=True, min_df=MIN_SHAPES, dtype=np.float64
@@ -258,8 +342,8 @@ def fit(positive: Counter[str], negative: Counter[str]) -> dict[str, Any]:
 
 
 def main() -> None:
-    positive, negative, sources = training_shapes()
-    model = fit(positive, negative)
+    positive, negative, beside, sources = training_shapes()
+    model = fit(positive, negative, beside)
     model["sources"] = sources
     CODE_LINES_BANK.write_bytes(orjson.dumps(model, option=orjson.OPT_SORT_KEYS))
     print(f"{CODE_LINES_BANK}: {len(model['weights'])} n-grams from", file=sys.stderr)
