@@ -27,12 +27,11 @@ language's keywords; a line the model is sure of counts as one cue.
 
 Lines that read as sentences (many words, mostly letters of any script, no code shape; a
 line mostly of Chinese or Japanese characters) pull the score down, so prose, recipes
-("2 cups (250 g) flour") and poetry stay low. Comments are the
-program's prose and count for neither side: line comments, block comments and block
-strings (docstrings) followed across lines, also on a screen that begins inside one or
-whose closer OCR lost, and comment marks as OCR misreads them (``///`` as ``Ill``, ``%%``
-as ``8%``). The guessed language
-is given only when the text is code and one language's markers clearly lead.
+("2 cups (250 g) flour") and poetry stay low. Comments are the program's prose and count
+for neither side: line comments, block comments and block strings (docstrings) followed
+across lines, also on a screen that begins inside one or whose closer OCR lost, and
+comment marks as OCR misreads them (``///`` as ``Ill``, ``%%`` as ``8%``). The guessed
+language is given only when the text is code and one language's markers clearly lead.
 """
 
 from __future__ import annotations
