@@ -16,7 +16,7 @@ from vsr_extproc.core.explain import node_data
 from vsr_extproc.core.request import NormalizedRequest
 from vsr_extproc.core.responses import ResponsePolicy
 from vsr_extproc.core.rules import evaluate
-from vsr_extproc.response.guard import event_data, event_end
+from vsr_extproc.response.guard import event_data, take_events
 
 
 def answer_from_bytes(data: bytes) -> Answer:
@@ -24,10 +24,8 @@ def answer_from_bytes(data: bytes) -> Answer:
     text = data.strip()
     if text.startswith((b"data:", b":")) or b"\ndata:" in text[:4096]:
         answer = Answer()
-        buffer = bytearray(text + b"\n\n")
-        while (cut := event_end(buffer)) is not None:
-            payload = event_data(bytes(buffer[:cut]))
-            del buffer[:cut]
+        for raw in take_events(bytearray(text + b"\n\n")):
+            payload = event_data(raw)
             if payload is None or payload == b"[DONE]":
                 continue
             try:

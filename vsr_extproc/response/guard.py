@@ -341,14 +341,9 @@ class ResponseExchange:
     # --- streams ------------------------------------------------------------------------
 
     def _sse(self, data: bytes, end: bool) -> bytes:
-        pending = self._pending
-        pending += data
-        start = 0
-        # one pass over what arrived: a chunk may hold dozens of events
-        for match in _EVENT_END.finditer(pending):
-            self._take(bytes(pending[start : match.end()]))
-            start = match.end()
-        del pending[:start]
+        self._pending += data
+        for raw in take_events(self._pending):
+            self._take(raw)
         if end:
             if self._pending:
                 self._take(bytes(self._pending))  # a last event without its blank line
@@ -570,10 +565,16 @@ def _since(start: float, end: float | None) -> float | None:
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
-def event_end(buffer: bytearray) -> int | None:
-    """Where the first complete event of ``buffer`` ends (after its blank line)."""
-    match = _EVENT_END.search(buffer)
-    return match.end() if match else None
+def take_events(buffer: bytearray) -> list[bytes]:
+    """The complete events at the start of ``buffer`` (each with its blank line), taken out
+    of it in one pass: a chunk may hold dozens of events."""
+    events: list[bytes] = []
+    start = 0
+    for match in _EVENT_END.finditer(buffer):
+        events.append(bytes(buffer[start : match.end()]))
+        start = match.end()
+    del buffer[:start]
+    return events
 
 
 def event_data(raw: bytes) -> bytes | None:
