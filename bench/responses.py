@@ -121,31 +121,34 @@ def _check_counted(stack: Stack, expected: int, kind: str) -> None:
 #: the paced answer: a model that sends its headers, then an event every ``PACE_MS``
 PACED_EVENTS = 12
 PACE_MS = 3
+#: the two answers, as the stand-ins' scripts
+SCRIPTS: dict[str, dict[str, Any]] = {
+    "burst": {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False},
+    "paced": {
+        "content": WORDS * PACED_EVENTS,
+        "chunks": PACED_EVENTS,
+        "delay_ms": PACE_MS,
+        "identity": False,
+    },
+}
 
 
 def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
     """Per scenario (``burst``: ``CHUNKS`` events at once; ``paced``: headers first, then
     ``PACED_EVENTS`` events ``PACE_MS`` apart, as a model writes), per stack: first-byte and
     whole-answer times."""
-    scripts = {
-        "burst": {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False},
-        "paced": {
-            "content": WORDS * PACED_EVENTS,
-            "chunks": PACED_EVENTS,
-            "delay_ms": PACE_MS,
-            "identity": False,
-        },
-    }
     rounds = {"burst": samples, "paced": max(samples // 3, 20)}
     kinds = ("off", "measured", "calls", "guarded")
-    runs = {scenario: {kind: [] for kind in kinds} for scenario in scripts}  # type: dict[str, dict[str, list[tuple[float, float, int]]]]
+    runs: dict[str, dict[str, list[tuple[float, float, int]]]] = {
+        scenario: {kind: [] for kind in kinds} for scenario in SCRIPTS
+    }
     with tempfile.TemporaryDirectory(prefix="vsr-bench-responses-") as tmp:
         stacks: dict[str, Stack] = {}
         try:
             for kind in kinds:
                 stacks[kind] = _start(_document(kind), Path(tmp) / kind)
             clients = {kind: httpx.Client(base_url=stacks[kind].url, timeout=30) for kind in kinds}
-            for scenario, script in scripts.items():
+            for scenario, script in SCRIPTS.items():
                 headers = {SCRIPT_HEADER: encode_script(**script)}
                 for round_ in range(rounds[scenario] + 10):
                     for kind in kinds:
@@ -179,8 +182,13 @@ def _p(values: list[float], q: float) -> float:
 
 def report(results: dict[str, dict[str, dict[str, list[float]]]]) -> None:
     for scenario, by_kind in results.items():
-        events = CHUNKS if scenario == "burst" else PACED_EVENTS
-        how = "at once" if scenario == "burst" else f"{PACE_MS} ms apart, after the headers"
+        script = SCRIPTS[scenario]
+        events = script["chunks"]
+        how = (
+            f"{script['delay_ms']} ms apart, after the headers"
+            if "delay_ms" in script
+            else "at once"
+        )
         print(f"-- {scenario}: {events} events {how}")
         for kind, runs in by_kind.items():
             first, total = runs["first_byte_ms"], runs["total_ms"]
