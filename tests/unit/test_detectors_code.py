@@ -251,6 +251,26 @@ def test_a_line_number_gutter_does_not_hide_the_code(
     assert numbered.language == language
 
 
+def test_line_numbers_that_ocr_glued_to_the_code_are_a_gutter_too() -> None:
+    # OCR drops the gap between a number and code that starts with a letter or a mark
+    # (``3L0G0_PNG = …``, ``12def load``); a short file has too few numbers for the OCR
+    # engine to find its gutter as a column, so the text alone must show it
+    snippet = CODE["python"]
+    glued = "\n".join(
+        f"{number}{'' if line[:1].isalpha() or line[:1] in '#@' else ' '}{line}"
+        for number, line in enumerate(snippet.splitlines(), start=1)
+    )
+    assert "1import json" in glued
+    assert code_score(glued).score == pytest.approx(code_score(snippet).score, abs=0.05)
+    assert code_score(glued).score >= 0.7
+
+
+def test_digits_at_the_start_of_lines_that_do_not_count_up_stay() -> None:
+    # measurements and hex bytes glued to what follows are not line numbers
+    table = "4px solid red\n0xFF mask\n2em margin\n0xA0 space\n1fr auto\n"
+    assert code_score(table) == code_score(table.replace("\n", "\n "))
+
+
 def test_a_numbered_list_in_prose_is_not_a_gutter() -> None:
     steps = "\n".join(
         f"{n} {line}" for n, line in enumerate(NOT_CODE["prose"].splitlines(), start=1)

@@ -113,6 +113,9 @@ _LINE_CUES = tuple(
 # What a screen puts before the code on each line: a gutter number, with or without a
 # separator; a diff marker; a prompt (shell, Python, IPython, PowerShell, user@host).
 _GUTTER = re.compile(r"^\s*(\d{1,5})(?:\s*[|│¦:]\s?|\s+|$)")
+# a line number OCR glued to the code after it (``3L0G0_PNG =``): counted as the gutter's
+# only where the numbers around it count up
+_GLUED_NUMBER = re.compile(r"^\s*(\d{1,5})(?=[^\W\d]|[#/@$\"'(\[{<*;-])")
 # (not ``--``: a comment in Lua, SQL and Haskell, or a diff's ``---`` header)
 _DIFF_MARKER = re.compile(r"^(?:\+(?![+\-]{2})|-(?!-))")
 _PROMPT = re.compile(
@@ -317,7 +320,7 @@ def _language(text: str) -> str | None:
 def _without_gutter(lines: list[str]) -> list[str]:
     """``lines`` without their line numbers, when most start with a number and the numbers
     mostly count up (a numbered list in prose is "1." or "1)", which is not a gutter)."""
-    numbers = [_GUTTER.match(line) for line in lines]
+    numbers = [_GUTTER.match(line) or _GLUED_NUMBER.match(line) for line in lines]
     found = [int(match.group(1)) for match in numbers if match]
     if len(found) < 3 or len(found) < _MARGIN_SHARE * len(lines):
         return lines
