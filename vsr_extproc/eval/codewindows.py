@@ -127,11 +127,13 @@ def _scored(pattern: str, rng: random.Random) -> list[tuple[float, str, int]]:
     return [(code_score(text).score, path, start) for path, start, text in windows(pattern, rng)]
 
 
-def through_ocr(root: Path, per_language: int, seed: int) -> None:
+def through_ocr(root: Path, site: Path, per_language: int, seed: int) -> None:
     """Draw ``per_language`` windows of each language as the image corpus draws code
     screenshots (its ``dev`` styles: an editor, an IDE, a terminal, a diff or a notebook),
     read each with the OCR engine without a budget, and print how many read as code on the
-    drawn text and on what OCR read."""
+    drawn text and on what OCR read; then the same for ``per_language`` windows of each
+    kind of text that is mostly not code, drawn the same way (a README open in an editor
+    is a screenshot users send too)."""
     from vsr_extproc.eval import imagegen
     from vsr_extproc.runtime.images import decode_image
     from vsr_extproc.runtime.ocr import OcrEngine
@@ -139,25 +141,34 @@ def through_ocr(root: Path, per_language: int, seed: int) -> None:
 
     engine = OcrEngine(mrz_check=verified_mrz)
     rng = random.Random(seed)
-    print(f"\n{'language':<10}{'drawn text':>12}{'OCR':>10}")
-    totals = [0, 0, 0]
-    for language, pattern in SOURCES.items():
-        chosen = windows(pattern.format(root=root), rng)
-        rng.shuffle(chosen)
-        drawn = read = 0
-        for index, (path, start, text) in enumerate(chosen[:per_language]):
-            lines = text.splitlines()[: rng.randint(15, 45)]
-            d = imagegen.Draw("dev", f"deb-{language}", index)
-            variant = d.rng.choice(["editor", "editor", "ide", "terminal", "diff", "notebook"])
-            image = imagegen.code_screen(d, language, Path(path).name, lines, start, variant)
-            decoded = decode_image(imagegen._png(image))
-            result = engine.read(decoded.image, orientation=decoded.exif_orientation)
-            drawn += code_score("\n".join(lines)).score >= 0.5
-            read += code_score(result.text).score >= 0.5
-        count = min(per_language, len(chosen))
-        totals = [totals[0] + drawn, totals[1] + read, totals[2] + count]
-        print(f"{language:<10}{drawn:>8}/{count:<3}{read:>6}/{count:<3}")
-    print(f"{'all':<10}{totals[0]:>8}/{totals[2]:<3}{totals[1]:>6}/{totals[2]:<3}")
+    groups = [
+        (
+            "language",
+            {language: pattern.format(root=root) for language, pattern in SOURCES.items()},
+        ),
+        ("not code", {kind: pattern.format(site=site) for kind, pattern in NOT_CODE.items()}),
+    ]
+    for title, patterns in groups:
+        print(f"\n{title:<10}{'drawn text':>12}{'OCR':>10}")
+        totals = [0, 0, 0]
+        for language, pattern in patterns.items():
+            chosen = windows(pattern, rng)
+            rng.shuffle(chosen)
+            drawn = read = 0
+            for index, (path, start, text) in enumerate(chosen[:per_language]):
+                lines = text.splitlines()[: rng.randint(15, 45)]
+                d = imagegen.Draw("dev", f"deb-{language}", index)
+                variant = d.rng.choice(["editor", "editor", "ide", "terminal", "diff", "notebook"])
+                shown = language if language in SOURCES else "text"
+                image = imagegen.code_screen(d, shown, Path(path).name, lines, start, variant)
+                decoded = decode_image(imagegen._png(image))
+                result = engine.read(decoded.image, orientation=decoded.exif_orientation)
+                drawn += code_score("\n".join(lines)).score >= 0.5
+                read += code_score(result.text).score >= 0.5
+            count = min(per_language, len(chosen))
+            totals = [totals[0] + drawn, totals[1] + read, totals[2] + count]
+            print(f"{language:<10}{drawn:>8}/{count:<3}{read:>6}/{count:<3}")
+        print(f"{'all':<10}{totals[0]:>8}/{totals[2]:<3}{totals[1]:>6}/{totals[2]:<3}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         metavar="N",
-        help="also draw N windows a language as screenshots and read them with OCR",
+        help="also draw N windows a language (and of each kind of not-code text) as"
+        " screenshots and read them with OCR",
     )
     parser.add_argument("--ocr-seed", type=int, default=22, help="which windows --ocr draws")
     args = parser.parse_args(argv)
@@ -200,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             for score, path, start in alarms:
                 print(f"  {score:.3f} {kind} {path}:{start + 1}")
     if args.ocr:
-        through_ocr(root, args.ocr, args.ocr_seed)
+        through_ocr(root, site, args.ocr, args.ocr_seed)
     return 0
 
 
