@@ -91,6 +91,16 @@ SIMILARITY_SCALE = 4.0  # similarity features on the scale of the others
 # (public dev split: 15 sentences in 295 benign texts)
 CLOSER_LOOK = 0.3
 CLOSER_LOOKS = 16  # at most, the riskiest first: a long attack has many such sentences
+# a sentence that speaks to an AI ("… to you, the AI language model", "Dear assistant")
+# is read alone too: in a user's message that is ordinary, in data it is where an injected
+# instruction begins, and the data around it (a letter's signature, a list of
+# transactions) would otherwise lend it their harmless meaning
+_ADDRESSES_AI = re.compile(
+    r"\byou,?\s+(?:the|an|my)\s+(?:ai|language model|llm|assistant|chatbot|agent)\b|"
+    r"\b(?:dear|hey|hi|hello|attention)\s+(?:ai|assistant|chatbot|llm|language model|agent)\b|"
+    r"\bif\s+you\s+are\s+an?\s+(?:ai|language model|llm|assistant|chatbot|agent)\b",
+    re.IGNORECASE,
+)
 
 _TARGETS = (
     r"instructions?|rules|guidelines|directives?|prompts?|programming|polic(?:y|ies)|"
@@ -589,6 +599,15 @@ class JailbreakModel:
         ]
         wording = self._wording_rows(layouts, chunks)
         logits = self.classifier.decision_function(self.design(wording))
+        addressed = np.asarray(
+            [
+                speaks and _ADDRESSES_AI.search(chunk[start:end]) is not None
+                for chunk, layout in zip(chunks, layouts, strict=True)
+                for speaks in [_ADDRESSES_AI.search(chunk) is not None]
+                for start, end in layout
+            ],
+            dtype=bool,
+        )
         sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
         rows = [
             ChunkWording(part, cues, weight, cued, own)
@@ -596,7 +615,7 @@ class JailbreakModel:
                 np.split(np.asarray(logits, dtype=np.float64), sizes),
                 wording.chunk_cues,
                 np.split(wording.evidence, sizes),
-                np.split(wording.cues[:, : len(CUE_GROUPS)].any(axis=1), sizes),
+                np.split(wording.cues[:, : len(CUE_GROUPS)].any(axis=1) | addressed, sizes),
                 sentences,
                 strict=True,
             )
@@ -735,10 +754,11 @@ class JailbreakModel:
         self, vectors: FloatArray, wording: WordingScores
     ) -> tuple[list[int], list[str]]:
         """The sentences worth scoring with their own meaning, and their chunks: those
-        that show a cue (from the first one on) or score at least ``CLOSER_LOOK`` with
-        their chunk's. An instruction in a tool result shares its chunk with data (an
-        address, a list of transactions); read with the data's embedding its meaning is
-        the data's. At most ``CLOSER_LOOKS``, the riskiest first."""
+        that show a cue (from the first one on), speak to an AI, or score at least
+        ``CLOSER_LOOK`` with their chunk's. An instruction in a tool result shares its
+        chunk with data (an address, a list of transactions); read with the data's
+        embedding its meaning is the data's. At most ``CLOSER_LOOKS``, the riskiest
+        first."""
         rows = self.row_scores(vectors, wording)[wording.alone_rows]
         chosen = np.flatnonzero((rows >= CLOSER_LOOK) | wording.cued[wording.alone_rows])
         chosen = chosen[np.argsort(-rows[chosen], kind="stable")][:CLOSER_LOOKS]
@@ -785,7 +805,7 @@ class WordingScores:
     chunks: int
     cues: tuple[tuple[str, ...], ...]
     evidence: np.ndarray
-    cued: np.ndarray  # whether each row shows a cue
+    cued: np.ndarray  # whether each row shows a cue or speaks to an AI
     alone_rows: np.ndarray  # the rows that can be read alone: the chunks' sentences, and
     #: their decoded payloads' sentences
     alone_texts: tuple[str, ...]  # those rows' texts
@@ -819,7 +839,8 @@ class ChunkWording:
     logits: np.ndarray
     cues: tuple[str, ...]
     evidence: np.ndarray
-    cued: np.ndarray  # whether each row shows a cue in plain sight
+    #: whether each row shows a cue in plain sight or speaks to an AI (``_ADDRESSES_AI``)
+    cued: np.ndarray
     #: the rows that can be read alone (``closer_look``), by row index, with their texts:
     #: its sentences and its decoded payloads' sentences
     alone: tuple[tuple[int, str], ...] = ()
