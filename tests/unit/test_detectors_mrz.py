@@ -263,6 +263,15 @@ def test_the_checked_line_proves_a_passport_whose_name_line_is_unreadable(
     assert (match.document_type, match.issuing_country) == ("", "")
 
 
+def test_two_lines_of_a_tilted_zone_read_on_one_row() -> None:
+    # in a photo at an angle OCR put the start of the name line and the whole second line
+    # on one row of its text, and lost the rest of the name line
+    first, second = td3()
+    match = only(f"PASSPORT / PASSEPORT\n{first[:23]} {second}\nSignature")
+    assert match.valid
+    assert (match.format, match.document_type, match.issuing_country) == ("td3", "P", "UTO")
+
+
 def test_a_checked_line_that_fails_a_check_is_not_a_document_without_its_name_line() -> None:
     assert find_mrz(corrupt_digit(td3()[1], 19)) == []
 

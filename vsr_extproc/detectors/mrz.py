@@ -161,6 +161,7 @@ _TD1 = _Layout(
 _TD2 = _two_line_layout("td2", 36, "IACP", checked_optional=False)
 _TD3 = _two_line_layout("td3", 44, "P", checked_optional=True)
 _LAYOUTS = (_TD3, _TD2, _TD1)
+_WIDEST = max(layout.width for layout in _LAYOUTS)
 
 # A real MRZ names a country, has a document number and dates; a birth date may leave
 # month and day unknown ("<<"), never the year.
@@ -246,12 +247,29 @@ def _fragments(text: str) -> Iterator[list[_Fragment]]:
             continue  # blank lines between MRZ lines do not break the run
         fragment = _mrz_fragment(content, line.start())
         if fragment is not None:
-            run.append(fragment)
+            run.extend(_rows_side_by_side(text, fragment))
         elif run:
             yield run
             run = []
     if run:
         yield run
+
+
+def _rows_side_by_side(text: str, fragment: _Fragment) -> list[_Fragment]:
+    """``fragment``, or its words apart when it is too long to be one row: in a tilted
+    photo OCR can put the start of one MRZ line and the next line on one row of its text
+    (``P<CANCARTER<<NOAH<<<<<< YENQFC05Q3CAN…``). Apart, the words can be grouped into rows
+    again (``_row_splits``), the line with the check digits among them."""
+    if len(fragment.chars) <= _WIDEST + _LENGTH_TOLERANCE:
+        return [fragment]
+    words = [
+        _Fragment(fragment.start + word.start(), fragment.start + word.end(), chars)
+        for word in re.finditer(r"\S+", text[fragment.start : fragment.end])
+        if (chars := _mrz_chars(word.group())) is not None
+    ]
+    if len(words) < 2 or len(words) > _MAX_FRAGMENTS:
+        return [fragment]
+    return words
 
 
 def _mrz_fragment(content: str, offset: int) -> _Fragment | None:
