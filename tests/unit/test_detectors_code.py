@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vsr_extproc.detectors import code_score
+from vsr_extproc.detectors.code import screen_lines
 
 CODE = {
     "python": """import json
@@ -253,7 +254,7 @@ def test_a_line_number_gutter_does_not_hide_the_code(
 
 def test_line_numbers_that_ocr_glued_to_the_code_are_a_gutter_too() -> None:
     # OCR drops the gap between a number and code that starts with a letter or a mark
-    # (``3L0G0_PNG = …``, ``12def load``); a short file has too few numbers for the OCR
+    # (``3L0G0_PNG = …``, ``1inport hashlib``); a short file has too few numbers for the OCR
     # engine to find its gutter as a column, so the text alone must show it
     snippet = CODE["python"]
     glued = "\n".join(
@@ -267,8 +268,10 @@ def test_line_numbers_that_ocr_glued_to_the_code_are_a_gutter_too() -> None:
 
 def test_digits_at_the_start_of_lines_that_do_not_count_up_stay() -> None:
     # measurements and hex bytes glued to what follows are not line numbers
-    table = "4px solid red\n0xFF mask\n2em margin\n0xA0 space\n1fr auto\n"
-    assert code_score(table) == code_score(table.replace("\n", "\n "))
+    table = "4px solid red\n0xFF mask\n2em margin\n0xA0 space\n1fr auto"
+    assert [line for line, _ in screen_lines(table)] == table.splitlines()
+    counting = "1px solid red\n2em margin\n3fr auto\n4px dashed\n5em padding"
+    assert screen_lines(counting)[0][0] == "px solid red"  # counting up: a gutter
 
 
 def test_a_numbered_list_in_prose_is_not_a_gutter() -> None:

@@ -599,15 +599,7 @@ class JailbreakModel:
         ]
         wording = self._wording_rows(layouts, chunks)
         logits = self.classifier.decision_function(self.design(wording))
-        addressed = np.asarray(
-            [
-                speaks and _ADDRESSES_AI.search(chunk[start:end]) is not None
-                for chunk, layout in zip(chunks, layouts, strict=True)
-                for speaks in [_ADDRESSES_AI.search(chunk) is not None]
-                for start, end in layout
-            ],
-            dtype=bool,
-        )
+        addressed = _speaks_to_an_ai(chunks, layouts)
         sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
         rows = [
             ChunkWording(part, cues, weight, cued, own)
@@ -766,6 +758,18 @@ class JailbreakModel:
         return [int(owner) for owner in owners], [
             _from_first_cue(wording.alone_texts[i]) for i in chosen
         ]
+
+
+def _speaks_to_an_ai(chunks: list[str], layouts: list[list[tuple[int, int]]]) -> npt.NDArray[Any]:
+    """Whether each row (``layouts[i]``'s spans of ``chunks[i]``) addresses an AI
+    (``_ADDRESSES_AI``); a chunk that does not is not searched again row by row."""
+    rows: list[bool] = []
+    for chunk, layout in zip(chunks, layouts, strict=True):
+        if _ADDRESSES_AI.search(chunk) is None:
+            rows.extend([False] * len(layout))
+        else:
+            rows.extend(_ADDRESSES_AI.search(chunk[start:end]) is not None for start, end in layout)
+    return np.asarray(rows, dtype=bool)
 
 
 def _from_first_cue(sentence: str) -> str:
