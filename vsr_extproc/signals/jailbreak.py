@@ -438,12 +438,29 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
         if line.strip():
             row = orjson.loads(line)
             (attacks if row["label"] == "attack" else benign).append(row["text"])
+            if row.get("kind") == "padded" and (padding := _padding(row["text"])):
+                benign.append(padding)
     domains = yaml.safe_load(DOMAINS.read_text())["domains"]
     benign.extend(example for domain in domains.values() for example in domain["examples"])
     benign.extend(
         orjson.loads(line)["text"] for line in PII_MESSAGES.read_bytes().splitlines() if line
     )
     return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+
+
+def _padding(attack: str) -> str | None:
+    """The harmless words an attack was padded with: its sentences without a cue, or None
+    when no sentence shows one. Written beside the attack on the benign side, they teach
+    the fit that the padding says nothing: with the attacks alone, the padding's own words
+    were learnt as an attack's ("Please plan three days in Porto for me." scored 0.99,
+    "Porto" being in five padded attacks' postscript)."""
+    spans = sentence_spans(attack)
+    cued = [bool(_cue_matches(attack[start:end])) for start, end in spans]
+    if not any(cued) or all(cued):
+        return None
+    return " ".join(
+        attack[start:end].strip() for (start, end), cue in zip(spans, cued, strict=True) if not cue
+    )
 
 
 def evidence(texts: list[str]) -> npt.NDArray[np.float64]:
