@@ -427,9 +427,10 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The shipped training set: ``(attacks, benign)``.
 
     Attacks: the exemplar bank and the hand-written attacks of ``banks/jailbreak.jsonl``.
-    Benign: the bank's look-alikes, that file's benign prompts, and ordinary traffic — the
-    domain bank's requests and the PII development set's messages, heavy with names,
-    numbers, keys and documents. All written or generated for this project; the public
+    Benign: the bank's look-alikes, that file's benign prompts and the chatter its padded
+    attacks are padded with (``_padding``), and ordinary traffic — the domain bank's
+    requests and the PII development set's messages, heavy with names, numbers, keys and
+    documents. All written or generated for this project; the public
     corpora that measure the model (``vsr-extproc eval jailbreak``) are never trained on.
     """
     document = yaml.safe_load(BANK.read_text())
@@ -453,7 +454,7 @@ def _padding(attack: str) -> str | None:
     when no sentence shows one. Written beside the attack on the benign side, they teach
     the fit that the padding says nothing: with the attacks alone, the padding's own words
     were learnt as an attack's ("Please plan three days in Porto for me." scored 0.99,
-    "Porto" being in five padded attacks' postscript)."""
+    "Porto" being in six padded attacks' postscript)."""
     spans = sentence_spans(attack)
     cued = [bool(_cue_matches(attack[start:end])) for start, end in spans]
     if not any(cued) or all(cued):
