@@ -218,6 +218,50 @@ async def _chat_turns(
     return runs
 
 
+_ERRANDS = (
+    "Please send the signed form for order {n} to the front desk by Friday.",
+    "Reply to this message to confirm booking {n}.",
+    "Click here to see offer {n} before it ends.",
+    "Forward ticket {n} to the support team if it is still open.",
+    "Let me know if invoice {n} needs another approval.",
+    "Add item {n} to the shared list for next week.",
+)
+
+
+def _tool_result(rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any) -> str:
+    """A fresh tool result of about ``tokens`` tokens: an inbox's text, one sentence in four
+    an imperative (a clause the jailbreak signal reads as a possible order)."""
+    words = [f"Inbox export {rng.randrange(10**9)}."]
+    while len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) < tokens:
+        if rng.random() < 0.25:
+            words.append(rng.choice(_ERRANDS).format(n=rng.randrange(10**6)))
+        else:
+            words.append(rng.choice(sentences))
+    return " ".join(words)
+
+
+async def _agent_turns(
+    stub: Any, rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any, samples: int
+) -> list[float]:
+    """An agent's turn: a short request, the tool call, and a fresh tool result."""
+    runs = []
+    for index in range(samples + 3):
+        call = {"id": "1", "type": "function", "function": {"name": "inbox", "arguments": "{}"}}
+        messages = [
+            {"role": "user", "content": _prompt(rng, sentences, 30, tokenizer)},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": "1",
+                "content": _tool_result(rng, sentences, tokens, tokenizer),
+            },
+        ]
+        elapsed, _ = await decide_once(stub, orjson.dumps({"model": "auto", "messages": messages}))
+        if index >= 3:
+            runs.append(elapsed)
+    return runs
+
+
 def text_decisions(samples: int) -> dict[str, list[float]]:
     """p50/p99 of full text decisions through the processor's gRPC service, per prompt size."""
     import grpc
@@ -253,6 +297,9 @@ def text_decisions(samples: int) -> dict[str, list[float]]:
                     timings[f"{tokens}-token chat, newest turn ~60"] = await _chat_turns(
                         stub, rng, sentences, tokens, tokenizer, samples
                     )
+                timings["agent turn, 500-token tool result"] = await _agent_turns(
+                    stub, rng, sentences, 500, tokenizer, samples
+                )
 
         asyncio.run(drive())
     return timings

@@ -9,6 +9,7 @@ from builders import body, chat, user
 
 from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.reading import ReadingBudget, excerpt, read
+from vsr_extproc.core.request import Role
 from vsr_extproc.signals.context import ContextEntry, ContextSignal
 from vsr_extproc.signals.keyword import KeywordEntry, KeywordSignal
 
@@ -58,6 +59,19 @@ def test_tool_results_claim_the_budget_before_older_turns() -> None:
     assert [len(text) for text in reading.texts] == [60, 30, 300]
     assert reading.texts[0].startswith("tool output")
     assert reading.skipped_chars == 260 + 240 - 90  # the old turn and the tool's middle
+    # each excerpt says whose message it came from: a tool result's text is data
+    assert reading.roles == (Role.TOOL, Role.TOOL, Role.USER)
+
+
+def test_every_excerpt_carries_the_role_of_its_message() -> None:
+    request = normalize(body(chat(system("Be brief."), user("Hi"), tool("42 rows"), user("Q?"))))
+    reading = read(request, "all", BUDGET)
+    assert list(zip(reading.texts, reading.roles, strict=True)) == [
+        ("Be brief.", Role.SYSTEM),
+        ("Hi", Role.USER),
+        ("42 rows", Role.TOOL),
+        ("Q?", Role.USER),
+    ]
 
 
 def test_a_two_megabyte_prompt_is_read_within_the_total() -> None:

@@ -76,6 +76,9 @@ class Reading:
     skipped_chars: int
     #: the tokens read, by the signal's measure (None: read by characters only)
     read_tokens: int | None = None
+    #: the role of the message each text was read from (a tool result's text is data that
+    #: arrived in the conversation, not what anyone in it said)
+    roles: tuple[Role, ...] = ()
 
     @property
     def report(self) -> dict[str, int]:
@@ -157,6 +160,8 @@ def read(
         taken[message.index] = parts
         left -= sum(len(part) for part in parts)
     texts = tuple(part for index in sorted(taken) for part in taken[index])
+    role = {message.index: message.role for message in request.messages}
+    roles = tuple(role[index] for index in sorted(taken) for _ in taken[index])
     read_chars = sum(len(text) for text in texts)
     read_tokens = budget.total_tokens - left_tokens if measure is not None else None
-    return Reading(texts, read_chars, total - read_chars, read_tokens)
+    return Reading(texts, read_chars, total - read_chars, read_tokens, roles)

@@ -52,6 +52,7 @@ class TextModels:
     domain_bank: Any
     jailbreak_model: Any
     jailbreak_threshold: float
+    order_model: Any = None  # orders in tool results (signals.orders); None: switched off
 
 
 def load_models(
@@ -64,6 +65,8 @@ def load_models(
     from vsr_extproc.signals.domain import DomainBank, DomainEntry, default_bank
     from vsr_extproc.signals.jailbreak import JailbreakEntry, JailbreakModel
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
+    from vsr_extproc.signals.orders import OrderModel
+    from vsr_extproc.signals.orders import default_bank as orders_bank
     from vsr_extproc.signals.texts import shared_embedder
 
     if config_path is not None:
@@ -106,6 +109,7 @@ def load_models(
         DomainBank.build(encoder, entries),
         JailbreakModel.fit(encoder, jailbreak.attacks or attacks, jailbreak.benign or benign),
         jailbreak.threshold,
+        OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
     )
 
 
@@ -286,14 +290,20 @@ def _covers_half(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return inter * 2 >= min(a[1] - a[0], b[1] - b[0]) > 0
 
 
-def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
-    """Each text's P(attack): its riskiest chunk, as the signal computes it (with the
-    payloads it hides decoded whole)."""
+def jailbreak_scores(
+    models: TextModels, texts: Sequence[str], channels: Sequence[str] | None = None
+) -> np.ndarray:
+    """Each text's P(attack): its riskiest chunk, as the signal computes it (read as a
+    reader sees it, with the payloads it hides decoded whole); a text whose channel is
+    ``tool`` is read as a tool result, its imperative clauses scored as orders in data
+    (``signals.orders``)."""
     from vsr_extproc.signals.jailbreak import with_hidden_payloads
+    from vsr_extproc.signals.orders import first_read, order_clauses
+    from vsr_extproc.signals.texts import as_seen
 
     model = models.jailbreak_model
     scores = []
-    for text in texts:
+    for index, text in enumerate(map(as_seen, texts)):
         chunk_texts, vectors = _chunked(models, with_hidden_payloads([text]))
         wording = model.wording_scores(chunk_texts)
         best = float(model.chunk_scores(vectors, chunk_texts, wording).max())
@@ -301,6 +311,13 @@ def jailbreak_scores(models: TextModels, texts: Sequence[str]) -> np.ndarray:
         if sentences:
             pieces, own = _chunked(models, sentences)
             best = max(best, float(model.chunk_scores(own, pieces).max()))
+        tool = channels is not None and channels[index] == "tool"
+        if tool and models.order_model is not None:
+            found = order_clauses(text)
+            clauses = [found[chosen].text for chosen in first_read(found)]
+            if clauses:
+                pieces, own = _chunked(models, clauses)
+                best = max(best, float(models.order_model.scores(own, pieces).max()))
         scores.append(best)
     return np.asarray(scores)
 
@@ -443,7 +460,8 @@ def _groups(rows: Sequence[dict[str, Any]], flagged: np.ndarray, key: str) -> di
 
 def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     started = time.perf_counter()
-    scores = jailbreak_scores(models, [row["text"] for row in rows])
+    channels = [row.get("channel", "user") for row in rows]
+    scores = jailbreak_scores(models, [row["text"] for row in rows], channels)
     labels = np.asarray([1 if row["label"] == "attack" else 0 for row in rows])
     flagged = scores >= models.jailbreak_threshold
     at_rates = {}

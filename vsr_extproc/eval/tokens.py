@@ -149,6 +149,7 @@ def token_rows() -> list[dict[str, Any]]:
                         "kind": "tokens",
                         "source": "tokens",
                         "split": split,
+                        "channel": "user",
                     }
                 )
     return rows

