@@ -185,11 +185,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _prompt(rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any) -> str:
-    """A fresh prompt of about ``tokens`` tokens (fresh, so no cache can answer it)."""
-    words = [f"Request {rng.randrange(10**9)}."]
+def _prompt(
+    rng: random.Random,
+    sentences: list[str],
+    tokens: int,
+    tokenizer: Any,
+    head: str = "Request",
+    errands: float = 0.0,
+) -> str:
+    """A fresh text of about ``tokens`` tokens (fresh, so no cache can answer it); with
+    ``errands``, that share of its sentences an imperative (``_ERRANDS``)."""
+    words = [f"{head} {rng.randrange(10**9)}."]
     while len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) < tokens:
-        words.append(rng.choice(sentences))
+        if errands and rng.random() < errands:
+            words.append(rng.choice(_ERRANDS).format(n=rng.randrange(10**6)))
+        else:
+            words.append(rng.choice(sentences))
     return " ".join(words)
 
 
@@ -228,18 +239,6 @@ _ERRANDS = (
 )
 
 
-def _tool_result(rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any) -> str:
-    """A fresh tool result of about ``tokens`` tokens: an inbox's text, one sentence in four
-    an imperative (a clause the jailbreak signal reads as a possible order)."""
-    words = [f"Inbox export {rng.randrange(10**9)}."]
-    while len(tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]) < tokens:
-        if rng.random() < 0.25:
-            words.append(rng.choice(_ERRANDS).format(n=rng.randrange(10**6)))
-        else:
-            words.append(rng.choice(sentences))
-    return " ".join(words)
-
-
 async def _agent_turns(
     stub: Any, rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any, samples: int
 ) -> list[float]:
@@ -253,7 +252,9 @@ async def _agent_turns(
             {
                 "role": "tool",
                 "tool_call_id": "1",
-                "content": _tool_result(rng, sentences, tokens, tokenizer),
+                # an inbox's text, one sentence in four an errand (a clause the jailbreak
+                # signal reads as a possible order)
+                "content": _prompt(rng, sentences, tokens, tokenizer, "Inbox export", 0.25),
             },
         ]
         elapsed, _ = await decide_once(stub, orjson.dumps({"model": "auto", "messages": messages}))
