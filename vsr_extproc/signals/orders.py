@@ -16,6 +16,11 @@ it sends things (``clause_features``), fitted on ``banks/orders.yaml``: orders a
 gives, against the imperatives that are ordinary in data (requests between people in
 e-mails, calls to action, steps in manuals, READMEs and recipes, action items in notes).
 The signal takes the riskiest clause as its chunk's score when it is higher.
+
+A user's own message is the user's errand, except for what it quotes: "Summarise this
+contract:" and a contract, "Proofread this note" and a note, a fenced block, a tagged
+document, an e-mail quoted with ``>``. That material came from somewhere else, like a tool
+result, and an order in it is as foreign to the user's request (``pasted_spans``).
 """
 
 from __future__ import annotations
@@ -106,6 +111,81 @@ def order_clauses(text: str) -> list[Clause]:
     for item in starts + inner:
         unique.setdefault(item.offset, item)
     return list(unique.values())
+
+
+# what a user's request says about the material that comes with it: "this", "the
+# following", "below", "here is", "attached" … ("Summarise this contract.", "Here's the
+# e-mail:", "What does the page below say?")
+_POINTS_AT = re.compile(
+    r"\b(?:this|these|the following|following|below|above|attached|enclosed|pasted|"
+    r"here(?:'s|\s+is|\s+are))\b",
+    re.IGNORECASE,
+)
+# material set apart by its own marks: a fenced block, a block string, a tagged document
+# (``<document>…</document>``, ``<email>…</email>``), lines quoted with ``>``
+_SET_APART = re.compile(
+    r"```[^\n]*\n(?P<fenced>.*?)```|\"\"\"(?P<quoted>.*?)\"\"\"|"
+    r"<(?P<tag>[A-Za-z][\w-]{0,30})(?:\s[^<>]*)?>(?P<tagged>.*?)</(?P=tag)\s*>|"
+    r"(?P<mailed>(?:^[ \t]*>.*(?:\n|$)){2,})",
+    re.DOTALL | re.MULTILINE,
+)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*|:[ \t]*\n\s*")
+_LINE_BREAK = re.compile(r"[ \t]*\n\s*")
+MOST_REQUEST_WORDS = 60  # a request that introduces material is short
+LEAST_PASTED_WORDS = 12  # and the material is more than a line
+
+
+def pasted_spans(text: str) -> list[tuple[int, int]]:
+    """The parts of a user's message that hold material pasted for the request, as
+    ``(start, end)`` offsets: what is set apart by its own marks (``_SET_APART``), else
+    what follows a short request (its first line or paragraph) that ends in a colon or
+    points at it ("Summarise this contract.", then the contract), else what precedes a
+    short closing request that does (a contract, then "Summarise the above."). A message
+    of one line, or whose first and last lines and paragraphs are the user's own words,
+    quotes nothing."""
+    spans = []
+    for match in _SET_APART.finditer(text):
+        group = next(n for n in ("fenced", "quoted", "tagged", "mailed") if match[n] is not None)
+        if _words(match[group]) >= LEAST_PASTED_WORDS:  # an empty fence quotes nothing
+            spans.append(match.span(group))
+    if spans:
+        return spans
+    lines = list(_LINE_BREAK.finditer(text))
+    paragraphs = list(_PARAGRAPH_BREAK.finditer(text))
+    for cut in lines[:1] + paragraphs[:1]:
+        request, material = text[: cut.start()], text[cut.end() :]
+        if _introduces(request, cut.group()) and _words(material) >= LEAST_PASTED_WORDS:
+            return [(cut.end(), len(text))]
+    for cut in lines[-1:] + paragraphs[-1:]:
+        request, material = text[cut.end() :], text[: cut.start()]
+        if _introduces(request, "") and _words(material) >= LEAST_PASTED_WORDS:
+            return [(0, cut.start())]
+    return []
+
+
+def _introduces(request: str, separator: str) -> bool:
+    """Whether ``request`` (a paragraph of the user's) introduces material: short, and
+    ending in a colon or pointing at the material."""
+    words = _words(request)
+    return 0 < words <= MOST_REQUEST_WORDS and (
+        ":" in separator or request.rstrip().endswith(":") or bool(_POINTS_AT.search(request))
+    )
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def data_clauses(text: str, tool: bool) -> list[Clause]:
+    """The imperative clauses of the data in ``text``: every one of a tool result
+    (``tool``); of a user's message, those of the material it quotes (``pasted_spans``)."""
+    if tool:
+        return order_clauses(text)
+    return [
+        Clause(start + clause.offset, clause.text, clause.labelled)
+        for start, end in pasted_spans(text)
+        for clause in order_clauses(text[start:end])
+    ]
 
 
 def _prose(clause: str) -> bool:
