@@ -976,8 +976,30 @@ class JailbreakSignal(AsyncSignal):
         """The imperative clauses of the data the request carries — tool results, and what
         a user's message quotes — scored as orders (``signals.orders``): each one's chunk,
         its score, and the trace's account of what was read."""
-        if self.orders is None:
+        quoting = any(
+            role is Role.USER and ("\n" in text or "<" in text or '"""' in text)
+            for text, role in zip(texts, roles, strict=False)
+        )  # a message of one line quotes material only in a tag or a block string
+        if self.orders is None or not (quoting or Role.TOOL in roles):
             return [], np.zeros(0), {}
+        # finding the clauses reads every character of the data: a CPU job of its own
+        owners, read, report = await run_cpu(self._data_clauses, texts, roles, owner=evaluation)
+        if not read:
+            return [], np.zeros(0), report
+        own = await own_meanings(evaluation, self.embedder, owners, read)
+        found = self.orders.scores(own.vectors, own.pieces)
+        best = int(np.argmax(found))
+        report["order_in_data"] = round(float(found[best]), 4)
+        if found[best] >= self.threshold:
+            report["order"] = own.pieces[best][:200]
+        return own.owners, found, report
+
+    def _data_clauses(
+        self, texts: list[str], roles: tuple[Role, ...]
+    ) -> tuple[list[int], list[str], dict[str, Any]]:
+        """The clauses to read as possible orders (``first_read``'s choice among those of
+        the tool results and of what the user's messages quote), the chunk each stands
+        in, and the trace's account of them."""
         owners: list[int] = []
         clauses: list[Clause] = []
         first = 0
@@ -997,19 +1019,10 @@ class JailbreakSignal(AsyncSignal):
             report["tool_clauses"] = counts[Role.TOOL]
         if counts[Role.USER]:
             report["pasted_clauses"] = counts[Role.USER]
-        if not clauses:
-            return [], np.zeros(0), report
-        chosen = first_read(clauses)
+        chosen = first_read(clauses) if clauses else []
         if len(chosen) < len(clauses):
             report["clauses_skipped"] = len(clauses) - len(chosen)
-        read = [clauses[i].text for i in chosen]
-        own = await own_meanings(evaluation, self.embedder, [owners[i] for i in chosen], read)
-        found = self.orders.scores(own.vectors, own.pieces)
-        best = int(np.argmax(found))
-        report["order_in_data"] = round(float(found[best]), 4)
-        if found[best] >= self.threshold:
-            report["order"] = own.pieces[best][:200]
-        return own.owners, found, report
+        return [owners[i] for i in chosen], [clauses[i].text for i in chosen], report
 
     async def _wording(
         self, texts: list[str], evaluation: Evaluation

@@ -25,6 +25,7 @@ result, and an order in it is as foreign to the user's request (``pasted_spans``
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -43,6 +44,7 @@ BANK = Path(__file__).resolve().parent.parent / "banks" / "orders.yaml"
 REGULARISATION = 2.0  # C of the logistic model, chosen on the public corpora's dev split
 MIN_WORDS = 3  # "Call us!" is too short to order anything
 MOST_CLAUSES = 16  # at most, per request (``first_read``): about 1 ms of the model each
+MOST_CLAUSE_CHARS = 300  # an order is a clause, not a page: a longer one is cut at a word
 
 # verbs an order in data begins with, and the verbs of the data's own imperatives (a model
 # tells them apart, not this list)
@@ -102,7 +104,7 @@ def order_clauses(text: str) -> list[Clause]:
             verb = _VERB.match(sentence, position)
             if verb is None or verb.group(1).lower() not in _IMPERATIVES:
                 continue
-            clause = sentence[position:].strip()
+            clause = _bounded(sentence[position : position + MOST_CLAUSE_CHARS + 1])
             if _prose(clause):
                 labelled = bool(lead and lead.group("label"))
                 found.append(Clause(begin + position, clause, labelled))
@@ -121,16 +123,18 @@ _POINTS_AT = re.compile(
     r"here(?:'s|\s+is|\s+are))\b",
     re.IGNORECASE,
 )
-# material set apart by its own marks: a fenced block, a block string, a tagged document
-# (``<document>…</document>``, ``<email>…</email>``), lines quoted with ``>``
+# material set apart by its own marks: a fenced block, a block string, lines quoted with
+# ``>``; and a tagged document (``<document>…</document>``, ``<email>…</email>``), found
+# by ``_tagged_spans``
 _SET_APART = re.compile(
-    r"```[^\n]*\n(?P<fenced>.*?)```|\"\"\"(?P<quoted>.*?)\"\"\"|"
-    r"<(?P<tag>[A-Za-z][\w-]{0,30})(?:\s[^<>]*)?>(?P<tagged>.*?)</(?P=tag)\s*>|"
+    r"```[^\n`]{0,40}\n(?P<fenced>.*?)```|\"\"\"(?P<quoted>.*?)\"\"\"|"
     r"(?P<mailed>(?:^[ \t]*>.*(?:\n|$)){2,})",
     re.DOTALL | re.MULTILINE,
 )
+_OPENING_TAG = re.compile(r"<([A-Za-z][\w-]{0,30})(?:\s[^<>]*)?>")
+_CLOSING_TAG = re.compile(r"</([A-Za-z][\w-]{0,30})\s*>")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*|:[ \t]*\n\s*")
-_LINE_BREAK = re.compile(r"[ \t]*\n\s*")
+_LINE_BREAK = re.compile(r"\n\s*")  # no run of spaces before: each would be rescanned
 MOST_REQUEST_WORDS = 60  # a request that introduces material is short
 LEAST_PASTED_WORDS = 12  # and the material is more than a line
 
@@ -145,11 +149,13 @@ def pasted_spans(text: str) -> list[tuple[int, int]]:
     quotes nothing."""
     spans = []
     for match in _SET_APART.finditer(text):
-        group = next(n for n in ("fenced", "quoted", "tagged", "mailed") if match[n] is not None)
-        if _words(match[group]) >= LEAST_PASTED_WORDS:  # an empty fence quotes nothing
-            spans.append(match.span(group))
+        group = next(n for n in ("fenced", "quoted", "mailed") if match[n] is not None)
+        spans.append(match.span(group))
+    spans.extend(_tagged_spans(text))
+    # an empty fence quotes nothing
+    spans = [span for span in spans if _words(text[span[0] : span[1]]) >= LEAST_PASTED_WORDS]
     if spans:
-        return spans
+        return sorted(spans)
     lines = list(_LINE_BREAK.finditer(text))
     paragraphs = list(_PARAGRAPH_BREAK.finditer(text))
     for cut in lines[:1] + paragraphs[:1]:
@@ -161,6 +167,27 @@ def pasted_spans(text: str) -> list[tuple[int, int]]:
         if _introduces(request, "") and _words(material) >= LEAST_PASTED_WORDS:
             return [(0, cut.start())]
     return []
+
+
+def _tagged_spans(text: str) -> list[tuple[int, int]]:
+    """What each tag holds up to its first closing tag (``<document>`` … ``</document>``),
+    outermost first; a tag that is never closed (``<br>``, ``<img …>``) holds nothing.
+    The closing tags are found in one pass and each opening tag looks its closer up, so a
+    page of thousands of unclosed tags costs one pass, not one scan to its end per tag."""
+    closing: dict[str, list[int]] = {}
+    for match in _CLOSING_TAG.finditer(text):
+        closing.setdefault(match[1].lower(), []).append(match.start())
+    spans: list[tuple[int, int]] = []
+    taken = 0  # the end of the last span: the tags inside it are its content
+    for match in _OPENING_TAG.finditer(text):
+        closers = closing.get(match[1].lower())
+        if match.start() < taken or not closers:
+            continue
+        at = bisect.bisect_left(closers, match.end())
+        if at < len(closers):
+            spans.append((match.end(), closers[at]))
+            taken = closers[at]
+    return spans
 
 
 def _introduces(request: str, separator: str) -> bool:
@@ -186,6 +213,15 @@ def data_clauses(text: str, tool: bool) -> list[Clause]:
         for start, end in pasted_spans(text)
         for clause in order_clauses(text[start:end])
     ]
+
+
+def _bounded(clause: str) -> str:
+    """``clause`` stripped, and cut at its last space when it runs past
+    ``MOST_CLAUSE_CHARS``: a sentence of a thousand comma-separated clauses then costs a
+    thousand short reads, not a thousand reads to its end."""
+    if len(clause) > MOST_CLAUSE_CHARS:
+        clause = clause[:MOST_CLAUSE_CHARS].rsplit(None, 1)[0]
+    return clause.strip()
 
 
 def _prose(clause: str) -> bool:
