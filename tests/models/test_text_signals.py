@@ -346,8 +346,12 @@ def test_an_order_in_a_document_pasted_into_the_users_message_is_an_injection(
         assert result.matched, (name, result.value)
         assert result.value["order"] in order
         assert result.value["pasted_clauses"] >= 1
-    own = decide(router, chat(user(f"I am moving out next month.\n\n{order}")))
-    assert not own.results["jailbreak.attack"].matched, own.results["jailbreak.attack"].value
+    for own_words in (
+        f"I am moving out next month.\n\n{order}",
+        f"I need this done today:\n{order}",  # a request to do what follows, not to read it
+    ):
+        own = decide(router, chat(user(own_words))).results["jailbreak.attack"]
+        assert not own.matched, own.value
     quoted = decide(router, chat(user(f"Summarise this letter from my landlord:\n\n{_LANDLORD}")))
     assert not quoted.results["jailbreak.attack"].matched  # the letter's own requests are data
 

@@ -115,13 +115,42 @@ def order_clauses(text: str) -> list[Clause]:
     return list(unique.values())
 
 
-# what a user's request says about the material that comes with it: "this", "the
-# following", "below", "here is", "attached" … ("Summarise this contract.", "Here's the
-# e-mail:", "What does the page below say?")
+# what a user's request says about the material that comes with it. A request to *work
+# on* a text (summarise, translate, proofread, "what does this say?", "any red flags?")
+# introduces material someone else wrote; a request to *do* what follows ("I need this
+# done today:", "Can you help me with this?", "Is this a good plan?") introduces the
+# user's own errands, which stay the user's words
+_WORKS_ON = re.compile(
+    r"\b(?:summar(?:y|i[sz]e\w*)|tl;?\s?dr|translat\w+|proofread\w*|re-?(?:write|phrase|"
+    r"word)\w*|paraphras\w+|review\w*|analy[sz]\w+|classif\w+|categori[sz]\w+|extract\w*|"
+    r"explain\w*|check\w*|correct\w*|edit\b|shorten\w*|simplif\w+|reply\s+to|"
+    r"respond\s+to|answer\s+(?:my\s+)?questions|go\s+through|look\s+(?:at|over)|"
+    r"red\s+flags?|action\s+items|key\s+points|main\s+points|gist|tone|typos|grammar|"
+    r"legit\w*|spam|phishing|scam)\b|"
+    r"\bwhat\s+(?:does|do|did)\b.{0,40}\b(?:say|says|said|mean|means|want|wants|ask|asks)\b|"
+    r"\bwhat(?:'s|\s+is|\s+are)\b.{0,40}\b(?:about|asking)\b",
+    re.IGNORECASE,
+)
+# a text someone else wrote, named ("Here's the e-mail:", "the contract below")
+_MATERIAL = re.compile(
+    r"\b(?:e-?mails?|mails?|messages?|letters?|documents?|docs?|articles?|pages?|webpages?|"
+    r"texts?|notes?|memos?|contracts?|files?|reports?|reviews?|posts?|threads?|transcripts?|"
+    r"paragraphs?|passages?|excerpts?|snippets?|logs?|chats?|conversations?|minutes|readme|"
+    r"code|story|essay|drafts?|sections?|pdf|attachments?|newsletters?|invoices?|notices?|"
+    r"announcements?|comments?|tweets?|output|results?|responses?|replies|reply|answers?)\b",
+    re.IGNORECASE,
+)
+# "this", "the following", "below", "here is", "attached" …
 _POINTS_AT = re.compile(
     r"\b(?:this|these|the following|following|below|above|attached|enclosed|pasted|"
     r"here(?:'s|\s+is|\s+are))\b",
     re.IGNORECASE,
+)
+# tags a prompt writer wraps the user's own instructions in: not material
+_INSTRUCTION_TAGS = frozenset(
+    """instruction instructions task tasks rule rules guideline guidelines requirement
+    requirements step steps goal goals objective objectives request question query role
+    persona format constraints constraint system prompt command commands todo""".split()  # noqa: SIM905
 )
 # material set apart by its own marks: a fenced block, a block string, lines quoted with
 # ``>``; and a tagged document (``<document>…</document>``, ``<email>…</email>``), found
@@ -141,11 +170,12 @@ LEAST_PASTED_WORDS = 12  # and the material is more than a line
 
 def pasted_spans(text: str) -> list[tuple[int, int]]:
     """The parts of a user's message that hold material pasted for the request, as
-    ``(start, end)`` offsets: what is set apart by its own marks (``_SET_APART``), else
-    what follows a short request (its first line or paragraph) that ends in a colon or
-    points at it ("Summarise this contract.", then the contract), else what precedes a
-    short closing request that does (a contract, then "Summarise the above."). A message
-    of one line, or whose first and last lines and paragraphs are the user's own words,
+    ``(start, end)`` offsets: what is set apart by its own marks (``_SET_APART``; a tag
+    other than ``_INSTRUCTION_TAGS``), else what follows a short request (its first line
+    or paragraph) that introduces it (``_introduces``: "Summarise this contract.", then
+    the contract), else what precedes a short closing request that does (a contract, then
+    "Summarise the above."). A message of one line, or whose first and last lines and
+    paragraphs are the user's own words ("I need this done today:" and a list of errands),
     quotes nothing."""
     spans = []
     for match in _SET_APART.finditer(text):
@@ -176,7 +206,8 @@ def _tagged_spans(text: str) -> list[tuple[int, int]]:
     page of thousands of unclosed tags costs one pass, not one scan to its end per tag."""
     closing: dict[str, list[int]] = {}
     for match in _CLOSING_TAG.finditer(text):
-        closing.setdefault(match[1].lower(), []).append(match.start())
+        if match[1].lower() not in _INSTRUCTION_TAGS:  # ``<instructions>`` are the user's
+            closing.setdefault(match[1].lower(), []).append(match.start())
     spans: list[tuple[int, int]] = []
     taken = 0  # the end of the last span: the tags inside it are its content
     for match in _OPENING_TAG.finditer(text):
@@ -191,12 +222,15 @@ def _tagged_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _introduces(request: str, separator: str) -> bool:
-    """Whether ``request`` (a paragraph of the user's) introduces material: short, and
-    ending in a colon or pointing at the material."""
-    words = _words(request)
-    return 0 < words <= MOST_REQUEST_WORDS and (
-        ":" in separator or request.rstrip().endswith(":") or bool(_POINTS_AT.search(request))
-    )
+    """Whether ``request`` (a line or paragraph of the user's) introduces material: short,
+    and asking to work on a text ("Summarise this:", "What does the page below say?"), or
+    naming one and pointing at it or ending in a colon ("Here's the e-mail:")."""
+    if not 0 < _words(request) <= MOST_REQUEST_WORDS:
+        return False
+    if _WORKS_ON.search(request):
+        return True
+    pointed = ":" in separator or request.rstrip().endswith(":") or _POINTS_AT.search(request)
+    return bool(pointed and _MATERIAL.search(request))
 
 
 def _words(text: str) -> int:
