@@ -746,6 +746,13 @@ def test_the_chunk_wording_path_scores_as_the_reference_features_do(
     # again, with every word's counts remembered from the first time
     assert all(model.word_rows.get(word) is not None for word in ("tabs", "über", "café"))
     assert (model._character_counts(texts) != direct).nnz == 0
+    # a random string is counted like any word but not remembered: words repeat, random
+    # strings do not, and a request full of them would fill the memory of words
+    opaque = "q7Zx" * 15
+    counted = model._character_counts([f"token {opaque} here"])
+    assert (counted != model.characters.transform([f"token {opaque} here"])).nnz == 0
+    assert model.word_rows.get(opaque.lower()) is None
+    assert model.word_rows.get("token") is not None
 
 
 def test_wording_is_computed_once_per_chunk(

@@ -163,6 +163,19 @@ def test_a_misspelt_override_is_read_as_one(misspelt: str) -> None:
     assert reading == _respelled(misspelt)
 
 
+def test_a_word_longer_than_any_cue_word_is_not_respelled_letter_by_letter() -> None:
+    """Respelling tries each letter dropped: a 16,000-letter word once cost 0.27 s that
+    way, and was kept in the memory of words. Beyond a cue word's length and one letter,
+    no word is one edit from a cue word."""
+    from vsr_extproc.signals.jailbreak import _LONGEST_CUE_WORD, _near_cue_word
+
+    before = _near_cue_word.cache_info().currsize
+    word = "a" * 16_000
+    assert _respelled(f"Plxqzv {word} now") == f"Plxqzv {word} now"
+    assert _near_cue_word.cache_info().currsize == before + 1  # the short word alone
+    assert _respelled("x" * (_LONGEST_CUE_WORD + 2)) == "x" * (_LONGEST_CUE_WORD + 2)
+
+
 def test_respelling_leaves_ordinary_words_alone() -> None:
     text = "The systems were restored; please ignore the noise and reorder the filters."
     assert _respelled(text) == text

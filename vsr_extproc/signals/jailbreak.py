@@ -290,6 +290,10 @@ _CUE_WORD_KEYS: dict[str, str] = {}
 for _word in sorted(_CUE_WORDS):
     for _key in {_word, *(_word[:i] + _word[i + 1 :] for i in range(len(_word)))}:
         _CUE_WORD_KEYS.setdefault(_key, _word)
+_LONGEST_CUE_WORD = max(map(len, _CUE_WORDS))
+# a word's character n-grams are remembered up to this length: words repeat, random
+# strings do not, and 50,000 of them as long as a chunk would hold memory words never need
+MOST_REMEMBERED_WORD = 40
 _WORD = re.compile(r"[^\W\d_]{5,}")
 _GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -323,9 +327,16 @@ def _respelled(text: str) -> str:
     return _WORD.sub(respell, _GLUED.sub(" ", text))
 
 
-@lru_cache(maxsize=65_536)
 def _cue_word_near(word: str) -> str | None:
-    """The cue word ``word`` is one edit away from, if any (prose repeats its words)."""
+    """The cue word ``word`` is one edit away from, if any. A word longer than every cue
+    word by more than a letter is none (and is neither respelled letter by letter — a
+    16,000-letter word cost 0.27 s that way — nor kept in the memory of words)."""
+    return None if len(word) > _LONGEST_CUE_WORD + 1 else _near_cue_word(word)
+
+
+@lru_cache(maxsize=65_536)
+def _near_cue_word(word: str) -> str | None:
+    """``_cue_word_near`` for a word of a cue word's length (prose repeats its words)."""
     if word in _CUE_WORDS:
         return None
     for key in (word, *(word[:i] + word[i + 1 :] for i in range(len(word)))):
@@ -753,7 +764,8 @@ class JailbreakModel:
             for position, index in enumerate(missing):
                 start, end = fresh.indptr[position], fresh.indptr[position + 1]
                 row = (fresh.indices[start:end].copy(), fresh.data[start:end].copy())
-                self.word_rows.put(words[index], row)
+                if len(words[index]) <= MOST_REMEMBERED_WORD:
+                    self.word_rows.put(words[index], row)
                 found[index] = row
         known = [row for row in found if row is not None]
         indptr = np.zeros(len(known) + 1, dtype=np.int64)
