@@ -12,7 +12,7 @@ import pytest
 from vsr_extproc.config.compile import compile_policy, parse_config
 from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.responses import ResponsePolicy
-from vsr_extproc.response.guard import ResponseExchange
+from vsr_extproc.response.guard import ResponseExchange, event_data, take_events
 from vsr_extproc.signals.base import Resources
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -321,3 +321,38 @@ def test_a_long_stream_keeps_only_what_the_guards_may_still_read() -> None:
     assert len(exchange.answer.texts[0]) < 70_000  # the rest was dropped as it left
     # estimated from every character that left, not only those kept
     assert exchange.outcome()["usage"]["output_tokens"] == (len(_text(body)) + 3) // 4
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_events_are_read_alike_whatever_the_line_ending_and_wherever_a_chunk_ends(
+    seed: int,
+) -> None:
+    # events as servers write them: one data line, several, no space after the colon,
+    # a comment, a named event, stray blank lines between events
+    shapes = [
+        b'data: {"n": 1}\n\n',
+        b'data:{"n": 2}\n\n',
+        b'data: {"n":\ndata: 3}\n\n',
+        b": keep-alive\n\n",
+        b'event: message\ndata: {"n": 4}\n\n',
+        b"\n",
+        b"data: [DONE]\n\n",
+    ]
+    rng = random.Random(seed)
+    raw = b"".join(rng.choice(shapes) for _ in range(60))
+    for ending in (b"\n", b"\r\n"):
+        stream = raw.replace(b"\n", ending)
+        cuts = sorted(rng.sample(range(1, len(stream)), 15))
+        buffer, events = bytearray(), []
+        for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            buffer += stream[a:b]
+            events += take_events(buffer)
+        assert b"".join(events) + bytes(buffer) == stream  # nothing lost or repeated
+        read = [event_data(event) for event in events]
+        if ending == b"\n":
+            expected = read
+        else:
+            assert read == expected
+    assert b'{"n":\n3}' in expected  # two data lines joined
+    assert b'{"n": 2}' in expected  # no space after the colon
+    assert None in expected  # a comment has no data

@@ -363,7 +363,13 @@ class ResponseExchange:
                 event.document = None
                 self.unreadable = "a stream event is not valid JSON"
             fragments, event.calls = self.answer.add_chunk(event.document)
-            if fragments:
+            if len(fragments) == 1:  # one choice's text, as nearly every event
+                choice, text = fragments[0]
+                offset = self.answer.written(choice) - len(text)
+                choices = event.document["choices"]  # a list, or there were no fragments
+                slot = 0 if len(choices) == 1 else _choice_slots(event.document).get(choice, 0)
+                event.pieces = [_Piece(choice, slot, offset, text)]
+            elif fragments:
                 slots = _choice_slots(event.document)
                 # a fragment ends where its choice's text ends, less the fragments of the
                 # same choice after it in this event
@@ -568,6 +574,12 @@ _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 def take_events(buffer: bytearray) -> list[bytes]:
     """The complete events at the start of ``buffer`` (each with its blank line), taken out
     of it in one pass: a chunk may hold dozens of events."""
+    if b"\r" not in buffer:
+        # one line ending throughout, as nearly every stream: a split is one C loop
+        # (leftmost and non-overlapping, as the search below)
+        parts = bytes(buffer).split(b"\n\n")
+        buffer[:] = parts.pop()
+        return [part + b"\n\n" for part in parts]
     events: list[bytes] = []
     start = 0
     for match in _EVENT_END.finditer(buffer):
@@ -579,6 +591,8 @@ def take_events(buffer: bytearray) -> list[bytes]:
 
 def event_data(raw: bytes) -> bytes | None:
     """The ``data`` of one event (several data lines joined), or None when it has none."""
+    if raw.startswith(b"data:") and raw.find(b"\n") == len(raw) - 2 and b"\r" not in raw:
+        return raw[5:-2].strip()  # one data line and its blank line, as nearly every event
     if b"\r" in raw:
         raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     lines = [line[5:].removeprefix(b" ") for line in raw.split(b"\n") if line.startswith(b"data:")]
