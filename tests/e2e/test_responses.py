@@ -222,6 +222,20 @@ def test_a_secret_in_a_json_answer_is_redacted(http: httpx.Client) -> None:
     assert answer.json()["choices"][0]["message"]["content"] == "key <SECRET_1> here"
 
 
+def test_a_large_json_answer_is_read_whole_before_its_headers_leave(http: httpx.Client) -> None:
+    # Envoy sends the body ahead of the reply to its headers, in many parts: the processor
+    # answers the headers once it has read them all, so the key can still be redacted
+    size = 3 * 1024 * 1024
+    answer = _chat(http, content=f"key {AWS_KEY} here", size_bytes=size)
+    assert answer.status_code == 200
+    content = answer.json()["choices"][0]["message"]["content"]
+    assert content.startswith("key <SECRET_1> here x")
+    assert len(content) == size - len(AWS_KEY) + len("<SECRET_1>")
+    benign = _chat(http, content="nothing to hide", size_bytes=size)
+    assert benign.status_code == 200
+    assert len(benign.json()["choices"][0]["message"]["content"]) == size
+
+
 def test_a_benign_streamed_answer_arrives_byte_for_byte(stack: Stack, http: httpx.Client) -> None:
     script = {"content": "A calm answer about the weather, " * 30, "chunks": 25, "identity": False}
     through_envoy = _chat(http, stream=True, **script)

@@ -138,6 +138,8 @@ def test_answers_only_measured_go_to_an_observing_filter_on_twin_routes() -> Non
     # the observing one never holds them
     assert routing["processing_mode"]["response_body_mode"] == "STREAMED"
     assert routing["allow_mode_override"] is True
+    # a stream's first tokens wait for one round trip to the processor, not two
+    assert routing["send_body_without_waiting_for_header_response"] is True
     assert observing["observability_mode"] is True
     assert observing["processing_mode"]["request_header_mode"] == "SKIP"
     assert observing["processing_mode"]["response_body_mode"] == "STREAMED"

@@ -344,6 +344,10 @@ def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
         # a JSON answer that a response decision reads is buffered instead of streamed
         # (with no decision yet, one a reload adds works at once)
         answers["allow_mode_override"] = True
+        # a stream's body goes to the processor while its headers' reply is on the way:
+        # when the headers and the first tokens come together, they wait for one round
+        # trip instead of two (the processor then holds a JSON answer's headers itself)
+        answers["send_body_without_waiting_for_header_response"] = True
     return _typed(
         "filters.http.ext_proc.v3.ExternalProcessor",
         grpc_service={

@@ -161,12 +161,17 @@ def immediate_response(
 
 
 def response_headers(
-    remove: Iterable[str] = (), *, buffered: bool = False
+    remove: Iterable[str] = (),
+    *,
+    buffered: bool = False,
+    set_headers: Iterable[tuple[str, str]] = (),
 ) -> ext_proc.ProcessingResponse:
     """Continue after the answer's headers; ``buffered``: hand over the whole body at once
     (the filter allows the processor to override its streamed default)."""
     common = ext_proc.CommonResponse(
-        header_mutation=ext_proc.HeaderMutation(remove_headers=list(remove))
+        header_mutation=ext_proc.HeaderMutation(
+            remove_headers=list(remove), set_headers=_set(set_headers)
+        )
     )
     response = ext_proc.ProcessingResponse(
         response_headers=ext_proc.HeadersResponse(response=common)

@@ -9,6 +9,11 @@
    phase and the decision's route takes part in it:
 3. ``response_headers``: JSON answers that a response decision reads are buffered (a
    mode override), streams stay in streamed mode; anything else ends the stream here.
+   The generated Envoy config sends an answer's body without waiting for the reply to
+   its headers (``send_body_without_waiting_for_header_response``: a stream's first
+   token then waits for one round trip, not two). Envoy then ignores mode overrides, so
+   a JSON answer's headers are answered only once its body has been read
+   (``HeldHeaders``): it can still be refused or annotated, as when buffered.
 4. ``response_body``: measured and guarded (``vsr_extproc.response.guard``); the stream
    ends with the answer.
 
@@ -24,7 +29,7 @@ import asyncio
 import hmac
 import ipaddress
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from time import perf_counter, time
 from typing import Any
 
@@ -61,7 +66,7 @@ from vsr_extproc.envoy.convert import (
 from vsr_extproc.errors import RequestError
 from vsr_extproc.metrics import Metrics
 from vsr_extproc.observe import Observer, Seen
-from vsr_extproc.response.guard import ResponseExchange
+from vsr_extproc.response.guard import BodyPlan, ResponseExchange
 
 PASSTHROUGH = "passthrough"
 log = structlog.get_logger("vsr_extproc.response")
@@ -98,6 +103,15 @@ class DebugAccess:
 
 
 @dataclass(slots=True)
+class HeldHeaders:
+    """A JSON answer's headers, not yet answered while its body arrives ahead of them."""
+
+    remove: tuple[str, ...]
+    #: the body's parts so far, each still to be answered
+    parts: list[bytes] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class Exchange:
     """What the body phase needs from the headers phase of the same stream."""
 
@@ -110,6 +124,9 @@ class Exchange:
     answer: ResponseExchange | None = None
     decision: str = ""
     model: str = ""
+    #: Envoy sends an answer's body without waiting for the reply to its headers
+    early_body: bool = False
+    held: HeldHeaders | None = None
 
 
 def _new_replay_id() -> str:
@@ -144,6 +161,9 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                     return
                 if phase == "request_headers":
                     exchange, response = self._on_headers(message)
+                    if exchange is not None:
+                        config = message.protocol_config
+                        exchange.early_body = config.send_body_without_waiting_for_header_response
                     yield response
                     if exchange is None:
                         return
@@ -153,7 +173,17 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                         return
                 elif phase == "response_headers" and exchange and exchange.answer:
                     response, more = _on_response_headers(exchange.answer, message)
+                    if more and exchange.early_body and exchange.answer.buffered:
+                        exchange.held = HeldHeaders(tuple(_removed(response)))
+                        continue  # answered once the body has been read
                     yield response
+                    if not more:
+                        return
+                elif phase == "response_body" and exchange and exchange.answer and exchange.held:
+                    body = message.response_body
+                    responses, more = await _on_held_body(exchange, exchange.held, body)
+                    for response in responses:
+                        yield response
                     if not more:
                         return
                 elif phase == "response_body" and exchange and exchange.answer:
@@ -224,15 +254,7 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
     async def _on_response_body(
         self, answer: ResponseExchange, body: ext_proc.HttpBody
     ) -> tuple[ext_proc.ProcessingResponse, bool]:
-        try:
-            if len(body.body) > 65_536:
-                # a large buffered answer is parsed and scanned off the loop
-                plan = await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
-            else:
-                plan = answer.on_body(body.body, body.end_of_stream)
-        except Exception:
-            log.exception("response_failed")
-            plan = answer.failed()
+        plan = await _read_body(answer, body)
         if plan.refuse is not None:
             status, error = plan.refuse
             return response_refusal(status, error, phase="body"), False
@@ -348,6 +370,49 @@ def _on_response_headers(
     if plan.mode == "pass" or message.response_headers.end_of_stream:
         return response_headers(remove=plan.remove), False
     return response_headers(remove=plan.remove, buffered=plan.buffered), True
+
+
+async def _on_held_body(
+    exchange: Exchange, held: HeldHeaders, body: ext_proc.HttpBody
+) -> tuple[list[ext_proc.ProcessingResponse], bool]:
+    """A part of a JSON answer whose headers are held: nothing is answered until the
+    guards have read the whole (or given up reading it); then the headers' reply, with the
+    decisions' headers, and one reply for each part, in order."""
+    assert exchange.answer is not None
+    answer = exchange.answer
+    held.parts.append(body.body)
+    plan = await _read_body(answer, body)
+    if plan.refuse is not None:
+        status, error = plan.refuse
+        return [response_refusal(status, error, phase="body")], False
+    if not body.end_of_stream and answer.mode != "pass":
+        return [], True
+    exchange.held = None
+    responses = [response_headers(remove=held.remove, set_headers=plan.headers)]
+    if plan.body is None or plan.body == b"".join(held.parts):
+        responses += [response_body(None) for _ in held.parts]  # each part as it came
+    else:
+        responses += [response_body(b"") for _ in held.parts[1:]]
+        responses.append(response_body(plan.body))
+    return responses, not body.end_of_stream
+
+
+async def _read_body(answer: ResponseExchange, body: ext_proc.HttpBody) -> BodyPlan:
+    size = len(body.body)
+    whole = answer.buffered and body.end_of_stream and answer.bytes_in + size > 65_536
+    try:
+        if size > 65_536 or whole:
+            # a large answer read whole (in one part or many) is parsed and scanned off the
+            # loop, so other streams are served meanwhile
+            return await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
+        return answer.on_body(body.body, body.end_of_stream)
+    except Exception:
+        log.exception("response_failed")
+        return answer.failed()
+
+
+def _removed(response: ext_proc.ProcessingResponse) -> list[str]:
+    return list(response.response_headers.response.header_mutation.remove_headers)
 
 
 def _redacts_a_large_body(decision: RoutingDecision, body: bytes) -> bool:

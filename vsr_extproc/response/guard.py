@@ -161,6 +161,11 @@ class ResponseExchange:
         self._guards = policy.guards
         self._guards_text = policy.guards_text
 
+    @property
+    def buffered(self) -> bool:
+        """The answer is read whole before any of it leaves (JSON that a decision reads)."""
+        return self._buffered
+
     # --- headers ------------------------------------------------------------------------
 
     def on_headers(self, headers: dict[str, str]) -> HeadersPlan:
