@@ -11,11 +11,13 @@ upstreams that stream a scripted answer:
 * ``guarded``: the demo's response decisions (tool calls, and an ``output`` guard that
   holds text back by ``guard_window_chars``).
 
-Two answers: ``burst``, ``CHUNKS`` events written as fast as the stand-in can, headers and
-events together (the processor's reply to the headers is then on the first byte's path);
-and ``paced``, headers first, then an event every ``PACE_MS`` as a model writes tokens
+Three answers: ``burst``, ``CHUNKS`` events written as fast as the stand-in can, headers
+and events together (the processor's reply to the headers is then on the first byte's
+path); ``paced``, headers first, then an event every ``PACE_MS`` as a model writes tokens
 (the reply to the headers is then made while the first token is awaited, as with a real
-model, whose headers precede its first token by the prompt's processing).
+model, whose headers precede its first token by the prompt's processing); and ``json``,
+the same text as one JSON answer to a request that does not stream (read whole by the
+guards before any of it, headers included, leaves).
 
 The stacks take turns, one request at a time on one connection each, so that drift on the
 machine touches all alike. Each processor must have counted every answer by the end
@@ -79,10 +81,12 @@ def _start(document: dict[str, Any], workdir: Path) -> Stack:
     return stack
 
 
-def _stream_once(client: httpx.Client, headers: dict[str, str]) -> tuple[float, float, int]:
+def _stream_once(
+    client: httpx.Client, headers: dict[str, str], *, stream: bool = True
+) -> tuple[float, float, int]:
     body = {
         "model": "auto",
-        "stream": True,
+        "stream": stream,
         "messages": [{"role": "user", "content": "tell me about the weather"}],
     }
     started = time.perf_counter()
@@ -121,7 +125,7 @@ def _check_counted(stack: Stack, expected: int, kind: str) -> None:
 #: the paced answer: a model that sends its headers, then an event every ``PACE_MS``
 PACED_EVENTS = 12
 PACE_MS = 3
-#: the two answers, as the stand-ins' scripts
+#: the three answers, as the stand-ins' scripts
 SCRIPTS: dict[str, dict[str, Any]] = {
     "burst": {"content": WORDS * CHUNKS, "chunks": CHUNKS, "identity": False},
     "paced": {
@@ -130,6 +134,7 @@ SCRIPTS: dict[str, dict[str, Any]] = {
         "delay_ms": PACE_MS,
         "identity": False,
     },
+    "json": {"content": WORDS * CHUNKS, "identity": False},
 }
 
 
@@ -137,7 +142,7 @@ def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
     """Per scenario (``burst``: ``CHUNKS`` events at once; ``paced``: headers first, then
     ``PACED_EVENTS`` events ``PACE_MS`` apart, as a model writes), per stack: first-byte and
     whole-answer times."""
-    rounds = {"burst": samples, "paced": max(samples // 3, 20)}
+    rounds = {"burst": samples, "paced": max(samples // 3, 20), "json": samples}
     kinds = ("off", "measured", "calls", "guarded")
     runs: dict[str, dict[str, list[tuple[float, float, int]]]] = {
         scenario: {kind: [] for kind in kinds} for scenario in SCRIPTS
@@ -152,7 +157,7 @@ def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
                 headers = {SCRIPT_HEADER: encode_script(**script)}
                 for round_ in range(rounds[scenario] + 10):
                     for kind in kinds:
-                        run = _stream_once(clients[kind], headers)
+                        run = _stream_once(clients[kind], headers, stream=scenario != "json")
                         if round_ >= 10:  # the first rounds warm up
                             runs[scenario][kind].append(run)
             for client in clients.values():
@@ -183,13 +188,15 @@ def _p(values: list[float], q: float) -> float:
 def report(results: dict[str, dict[str, dict[str, list[float]]]]) -> None:
     for scenario, by_kind in results.items():
         script = SCRIPTS[scenario]
-        events = script["chunks"]
-        how = (
-            f"{script['delay_ms']} ms apart, after the headers"
-            if "delay_ms" in script
-            else "at once"
-        )
-        print(f"-- {scenario}: {events} events {how}")
+        events = script.get("chunks", 1)
+        if scenario == "json":
+            print(f"-- {scenario}: one JSON answer of {len(script['content'])} characters")
+        elif "delay_ms" in script:
+            print(
+                f"-- {scenario}: {events} events {script['delay_ms']} ms apart, after the headers"
+            )
+        else:
+            print(f"-- {scenario}: {events} events at once")
         for kind, runs in by_kind.items():
             first, total = runs["first_byte_ms"], runs["total_ms"]
             print(
@@ -202,10 +209,14 @@ def report(results: dict[str, dict[str, dict[str, list[float]]]]) -> None:
             added_first = _p(runs["first_byte_ms"], 50) - _p(base["first_byte_ms"], 50)
             added_total = _p(runs["total_ms"], 50) - _p(base["total_ms"], 50)
             ratio = _p(runs["total_ms"], 50) / _p(base["total_ms"], 50)
+            detail = (
+                f", {added_total / events:+.3f} ms per event ({events} events, whole answer "
+                if events > 1
+                else " (whole answer "
+            )
             print(
-                f"{kind} vs off: first byte {added_first:+.2f} ms p50, "
-                f"{added_total / events:+.3f} ms per event ({events} events, whole answer "
-                f"{added_total:+.2f} ms; with/without {ratio:.3f})"
+                f"{kind} vs off: first byte {added_first:+.2f} ms p50"
+                f"{detail}{added_total:+.2f} ms; with/without {ratio:.3f})"
             )
 
 

@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench import responses
 
         print(
-            "\n== the response phase: a streamed answer of 40 events through Envoy, without "
-            "and with response processing"
+            "\n== the response phase: a streamed answer of 40 events, and the same text as "
+            "one JSON answer, through Envoy, without and with response processing"
         )
         responses.main(args.samples * 3)
         if args.only == "responses":

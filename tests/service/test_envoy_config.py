@@ -163,3 +163,16 @@ def test_answers_that_a_decision_reads_are_processed_in_line() -> None:
     routing = filters["envoy.filters.http.ext_proc"]
     assert routing["processing_mode"]["response_body_mode"] == "STREAMED"
     assert routing["allow_mode_override"] is True
+
+
+def test_an_answer_limit_over_envoys_buffer_is_a_config_error() -> None:
+    # Envoy holds a JSON answer while the guards read it whole: an answer larger than its
+    # buffer would stall until the message timeout instead of being refused at the limit
+    from vsr_extproc.config.compile import parse_config
+
+    document = yaml.safe_load((ROOT / DEMO).read_text())
+    document["envoy"]["buffer_limit_bytes"] = 4 * 1024 * 1024
+    with pytest.raises(ConfigError, match=r"max_answer_bytes \(8388608\) is above envoy"):
+        parse_config(document)
+    document["responses"]["max_answer_bytes"] = 4 * 1024 * 1024
+    assert parse_config(document).responses.max_answer_bytes == 4 * 1024 * 1024

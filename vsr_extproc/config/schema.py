@@ -271,7 +271,8 @@ class ResponsesConfig(Strict):
         default=8 * 1024 * 1024,
         gt=0,
         description="a JSON answer larger than this is not buffered; it is refused (502) "
-        "when a response decision would have to read it, passed on otherwise",
+        "when a response decision would have to read it, passed on otherwise; at most "
+        "envoy.buffer_limit_bytes (Envoy holds the answer while it is read)",
     )
     on_unreadable: Literal["block", "pass"] = Field(
         default="block",
@@ -779,6 +780,20 @@ class RouterConfig(Strict):
     envoy: EnvoyConfig | None = Field(
         default=None, description="what `vsr-extproc envoy-config` builds Envoy's bootstrap from"
     )
+
+    @model_validator(mode="after")
+    def _answers_fit_envoy(self) -> RouterConfig:
+        # Envoy holds a JSON answer while the guards read it whole; once its buffer is
+        # full it stops reading the answer, and the wait ends only at message_timeout_ms
+        limit, envoy = self.responses.max_answer_bytes, self.envoy
+        if self.responses.enabled and envoy is not None and limit > envoy.buffer_limit_bytes:
+            raise ValueError(
+                f"responses.max_answer_bytes ({limit}) is above envoy.buffer_limit_bytes "
+                f"({envoy.buffer_limit_bytes}): Envoy holds a JSON answer while the guards "
+                "read it, and cannot hold more than its buffer; lower the first or raise "
+                "the second"
+            )
+        return self
 
 
 def family_entries(config: RouterConfig, family: str) -> tuple[Any, ...]:
