@@ -341,8 +341,10 @@ def _listener(
 def _ext_proc(config: RouterConfig, envoy: EnvoyConfig) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     if config.responses.enabled:
-        # a JSON answer that a response decision reads is buffered instead of streamed
-        # (with no decision yet, one a reload adds works at once)
+        # without the setting below (a config edited by hand), a JSON answer that a
+        # response decision reads is switched to buffered (with no decision yet, one a
+        # reload adds works at once); with it, Envoy ignores overrides and the processor
+        # holds the answer's headers until it has read the answer whole
         answers["allow_mode_override"] = True
         # a stream's body goes to the processor while its headers' reply is on the way:
         # when the headers and the first tokens come together, they wait for one round
