@@ -77,6 +77,12 @@ _CLAUSE_BREAK = re.compile(r"[,;|\t]\s*|:\s+")
 # ``send (enc b k))``, ``message = `Hello ${name}```)
 _CODE_MARKS = re.compile(r"[{}\[\]<>=;|$\\`]|\w\(|\)\)")  # a parenthesis, as prose has, is not one
 _PLAIN_WORD = re.compile(r"[A-Za-z][a-z']*[.,:!?]?")
+# what an order names: an identifier (``delete_file``, ``sendEmail``), a URL, a path, an
+# e-mail address
+_OBJECT = re.compile(
+    r"(?:[A-Za-z][a-z0-9]*(?:_[A-Za-z0-9]+|[A-Z][a-z0-9]+)+|[a-z][\w+.-]*://\S+|"
+    r"~?/[\w.~-]+(?:/[\w.~-]*)*|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)[.,:!?]?"
+)
 
 
 class Clause(NamedTuple):
@@ -260,8 +266,12 @@ def _bounded(clause: str) -> str:
 
 def _prose(clause: str) -> bool:
     """Whether ``clause`` reads as a sentence: ``MIN_WORDS`` plain words or more and at
-    most one of code's marks (a second parenthesis counts as one: prose seldom nests)."""
-    plain = sum(1 for token in clause.split() if _PLAIN_WORD.fullmatch(token))
+    most one of code's marks (a second parenthesis counts as one: prose seldom nests). A
+    name, a URL, a path or an address counts as a word: it is what an order acts on
+    ("call fetch_url on http://…")."""
+    plain = sum(
+        1 for token in clause.split() if _PLAIN_WORD.fullmatch(token) or _OBJECT.fullmatch(token)
+    )
     marks = len(_CODE_MARKS.findall(clause)) + max(0, clause.count("(") - 1)
     return plain >= MIN_WORDS and marks <= 1
 
