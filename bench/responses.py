@@ -81,7 +81,7 @@ def _start(document: dict[str, Any], workdir: Path) -> Stack:
     return stack
 
 
-def _stream_once(
+def _ask_once(
     client: httpx.Client, headers: dict[str, str], *, stream: bool = True
 ) -> tuple[float, float, int]:
     body = {
@@ -140,8 +140,8 @@ SCRIPTS: dict[str, dict[str, Any]] = {
 
 def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
     """Per scenario (``burst``: ``CHUNKS`` events at once; ``paced``: headers first, then
-    ``PACED_EVENTS`` events ``PACE_MS`` apart, as a model writes), per stack: first-byte and
-    whole-answer times."""
+    ``PACED_EVENTS`` events ``PACE_MS`` apart, as a model writes; ``json``: the same text as
+    one JSON answer), per stack: first-byte and whole-answer times."""
     rounds = {"burst": samples, "paced": max(samples // 3, 20), "json": samples}
     kinds = ("off", "measured", "calls", "guarded")
     runs: dict[str, dict[str, list[tuple[float, float, int]]]] = {
@@ -157,7 +157,7 @@ def measure(samples: int) -> dict[str, dict[str, dict[str, list[float]]]]:
                 headers = {SCRIPT_HEADER: encode_script(**script)}
                 for round_ in range(rounds[scenario] + 10):
                     for kind in kinds:
-                        run = _stream_once(clients[kind], headers, stream=scenario != "json")
+                        run = _ask_once(clients[kind], headers, stream=scenario != "json")
                         if round_ >= 10:  # the first rounds warm up
                             runs[scenario][kind].append(run)
             for client in clients.values():

@@ -118,7 +118,8 @@ def _mutations(replies: list[ext_proc.ProcessingResponse]) -> list[bytes | None]
 async def test_a_benign_answer_leaves_as_it_came_once_read_whole(client: Client) -> None:
     answer = _answer({"role": "assistant", "content": "Paris is the capital of France."})
     replies = await _answered(client, answer, early=True)
-    # nothing was answered before the last part; then the headers, then each part unchanged
+    # no override was asked for: the headers were answered once the answer was read whole,
+    # then each part, unchanged
     assert _phases(replies) == [
         "response_headers",
         "response_body",
