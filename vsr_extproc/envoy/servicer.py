@@ -66,7 +66,7 @@ from vsr_extproc.envoy.convert import (
 from vsr_extproc.errors import RequestError
 from vsr_extproc.metrics import Metrics
 from vsr_extproc.observe import Observer, Seen
-from vsr_extproc.response.guard import BodyPlan, ResponseExchange
+from vsr_extproc.response.guard import BodyPlan, HeadersPlan, ResponseExchange
 
 PASSTHROUGH = "passthrough"
 log = structlog.get_logger("vsr_extproc.response")
@@ -172,9 +172,9 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                     if exchange.answer is None:
                         return
                 elif phase == "response_headers" and exchange and exchange.answer:
-                    response, more = _on_response_headers(exchange.answer, message)
-                    if more and exchange.early_body and exchange.answer.buffered:
-                        exchange.held = HeldHeaders(tuple(_removed(response)))
+                    response, more, plan = _on_response_headers(exchange.answer, message)
+                    if more and exchange.early_body and plan.buffered:
+                        exchange.held = HeldHeaders(plan.remove)
                         continue  # answered once the body has been read
                     yield response
                     if not more:
@@ -357,8 +357,9 @@ def _number(value: object, default: float) -> float:
 
 def _on_response_headers(
     answer: ResponseExchange, message: ext_proc.ProcessingRequest
-) -> tuple[ext_proc.ProcessingResponse, bool]:
-    """Plan the answer once its headers are known; False: the stream ends here."""
+) -> tuple[ext_proc.ProcessingResponse, bool, HeadersPlan]:
+    """Plan the answer once its headers are known: the reply, False when the stream ends
+    here, and the plan."""
     try:
         plan = answer.on_headers(header_map(message.response_headers))
     except Exception:
@@ -366,10 +367,10 @@ def _on_response_headers(
         plan = answer.headers_failed()
     if plan.refuse is not None:
         status, error = plan.refuse
-        return response_refusal(status, error, phase="headers"), False
+        return response_refusal(status, error, phase="headers"), False, plan
     if plan.mode == "pass" or message.response_headers.end_of_stream:
-        return response_headers(remove=plan.remove), False
-    return response_headers(remove=plan.remove, buffered=plan.buffered), True
+        return response_headers(remove=plan.remove), False, plan
+    return response_headers(remove=plan.remove, buffered=plan.buffered), True, plan
 
 
 async def _on_held_body(
@@ -409,10 +410,6 @@ async def _read_body(answer: ResponseExchange, body: ext_proc.HttpBody) -> BodyP
     except Exception:
         log.exception("response_failed")
         return answer.failed()
-
-
-def _removed(response: ext_proc.ProcessingResponse) -> list[str]:
-    return list(response.response_headers.response.header_mutation.remove_headers)
 
 
 def _redacts_a_large_body(decision: RoutingDecision, body: bytes) -> bool:
