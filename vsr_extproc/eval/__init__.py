@@ -63,7 +63,7 @@ def load_models(
     from vsr_extproc.config.schema import family_entries
     from vsr_extproc.signals.base import Resources
     from vsr_extproc.signals.domain import DomainBank, DomainEntry, default_bank
-    from vsr_extproc.signals.jailbreak import JailbreakEntry, JailbreakModel
+    from vsr_extproc.signals.jailbreak import JailbreakEntry, JailbreakModel, data_attacks
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
     from vsr_extproc.signals.orders import OrderModel
     from vsr_extproc.signals.orders import default_bank as orders_bank
@@ -107,7 +107,9 @@ def load_models(
         encoder,
         embedder.window,
         DomainBank.build(encoder, entries),
-        JailbreakModel.fit(encoder, jailbreak.attacks or attacks, jailbreak.benign or benign),
+        JailbreakModel.fit(
+            encoder, jailbreak.attacks or attacks, jailbreak.benign or benign, data_attacks()
+        ),
         jailbreak.threshold,
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
     )
@@ -296,42 +298,50 @@ def jailbreak_scores(
     """Each text's P(attack): its riskiest chunk, as the signal computes it (read as a
     reader sees it, with the payloads it hides decoded whole); a text whose channel is
     ``tool`` is read as a tool result, its imperative clauses scored as orders in data
-    (``signals.orders``), as are those of the material a user's message quotes."""
-    from vsr_extproc.signals.jailbreak import with_hidden_payloads
+    (``signals.orders``), as are those of the material a user's message quotes; a user's
+    own words are not data (``read_as_data``)."""
+    from vsr_extproc.core.request import Role
+    from vsr_extproc.signals.jailbreak import read_as_data, with_hidden_payloads
     from vsr_extproc.signals.orders import data_clauses, first_read
     from vsr_extproc.signals.texts import as_seen
 
     model = models.jailbreak_model
     scores = []
     for index, text in enumerate(map(as_seen, texts)):
-        chunk_texts, vectors = _chunked(models, with_hidden_payloads([text]))
-        wording = model.wording_scores(chunk_texts)
-        best = float(model.chunk_scores(vectors, chunk_texts, wording).max())
-        _, sentences = model.closer_look(vectors, wording)
-        if sentences:
-            pieces, own = _chunked(models, sentences)
-            best = max(best, float(model.chunk_scores(own, pieces).max()))
         tool = channels is not None and channels[index] == "tool"
+        scored = with_hidden_payloads([text])
+        data = read_as_data(scored, [Role.TOOL if tool else Role.USER])
+        chunk_texts, vectors, of_chunk = _chunked(models, scored)
+        in_data = [data[owner] for owner in of_chunk]
+        wording = model.wording_scores(chunk_texts, in_data)
+        best = float(model.chunk_scores(vectors, chunk_texts, wording).max())
+        owners, sentences = model.closer_look(vectors, wording)
+        if sentences:
+            pieces, own, of_piece = _chunked(models, sentences)
+            piece_data = [in_data[owners[one]] for one in of_piece]
+            best = max(best, float(model.chunk_scores(own, pieces, None, piece_data).max()))
         if models.order_model is not None:
             found = data_clauses(text, tool)
             clauses = [found[chosen].text for chosen in first_read(found)]
             if clauses:
-                pieces, own = _chunked(models, clauses)
+                pieces, own, _ = _chunked(models, clauses)
                 best = max(best, float(models.order_model.scores(own, pieces).max()))
         scores.append(best)
     return np.asarray(scores)
 
 
-def _chunked(models: TextModels, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-    """The chunks of ``texts`` and their embeddings, one forward pass per text, as the
-    signals' shared embedding pass computes them."""
+def _chunked(models: TextModels, texts: Sequence[str]) -> tuple[list[str], np.ndarray, list[int]]:
+    """The chunks of ``texts``, their embeddings (one forward pass per text, as the
+    signals' shared embedding pass computes them) and the text each comes from."""
     chunk_texts: list[str] = []
     vectors = []
-    for text in texts:
+    owners: list[int] = []
+    for index, text in enumerate(texts):
         pieces = models.encoder.chunk(text, models.window)
         vectors.append(models.encoder.forward([piece.token_ids for piece in pieces]))
         chunk_texts.extend(text[piece.start : piece.end] for piece in pieces)
-    return chunk_texts, np.concatenate(vectors)
+        owners.extend([index] * len(pieces))
+    return chunk_texts, np.concatenate(vectors), owners
 
 
 def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float]:
@@ -355,11 +365,11 @@ def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -
     computes it."""
     rows = []
     for text in texts:
-        chunk_texts, vectors = _chunked(models, [text])
+        chunk_texts, vectors, _ = _chunked(models, [text])
         scored = model.chunk_probabilities(chunk_texts, vectors)
         probabilities = scored.probabilities
         for owner, neighbourhood in zip(scored.owners, scored.neighbourhoods, strict=True):
-            pieces, own = _chunked(models, [neighbourhood])
+            pieces, own, _ = _chunked(models, [neighbourhood])
             again = model.chunk_probabilities(pieces, own).probabilities
             probabilities = model.riskier(probabilities, [owner] * len(pieces), again)
         rows.append(probabilities[int(np.argmax(probabilities.sum(axis=1)))])

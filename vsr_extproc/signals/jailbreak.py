@@ -16,8 +16,9 @@ domain, messages full of personal data, keys and numbers):
 * its **meaning**: how near its sentence embedding (shared with the other text signals)
   lies to the nearest attack and benign exemplars;
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
-  system-prompt extraction, injection addressed to an AI reading a document, refusal
-  suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
+  system-prompt extraction, injection addressed to an AI reading a document (a cue only
+  in data, ``DATA_CUES``: in a user's own words it is the user talking to the assistant),
+  refusal suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
   ROT13, leetspeak, reversed text) or written in other languages; and whether a row's
   cues all lie inside a quotation (an override being translated, tested or explained is
   talked about, not given).
@@ -47,7 +48,7 @@ import binascii
 import codecs
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -64,7 +65,7 @@ from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read
+from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read, pasted_spans
 from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
@@ -206,6 +207,10 @@ _CUES: tuple[tuple[str, str, int], ...] = (
     ),
 )
 CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
+# cues that are evidence only in data: "note to the AI", "when you summarise this" in a
+# tool result or a pasted document is an injection's opening; in a user's own message it
+# is the user talking to the assistant ("Note to the assistant: I prefer short answers")
+DATA_CUES = frozenset({"indirect"})
 
 
 def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
@@ -380,13 +385,16 @@ def _decodings(text: str) -> list[str]:
     return readings
 
 
-def _revealing(text: str, found: set[str]) -> list[str]:
+def _revealing(text: str, found: set[str], data: bool = True) -> list[str]:
     """The decoded readings of ``text`` (base64, hex, ROT13, tag characters …) that show a
-    cue ``text`` does not show in plain sight."""
+    cue ``text`` does not show in plain sight (in a user's own words, not ``data``, one of
+    those that count there)."""
     revealing = []
     for reading in _decodings(text):
         hidden = _cues(reading) - found
         hidden.discard("persona")  # upper-case names do not survive ROT13/leet readings
+        if not data:
+            hidden -= DATA_CUES
         if hidden:
             revealing.append(reading)
     return revealing
@@ -441,7 +449,8 @@ def _cue_row(found: set[str], quoted: bool, encoded: bool) -> list[float]:
 def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The shipped training set: ``(attacks, benign)``.
 
-    Attacks: the exemplar bank and the hand-written attacks of ``banks/jailbreak.jsonl``.
+    Attacks: the exemplar bank (those that arrive inside data too, ``data_attacks``) and
+    the hand-written attacks of ``banks/jailbreak.jsonl``.
     Benign: the bank's look-alikes, that file's benign prompts and the chatter its padded
     attacks are padded with (``_padding``), and ordinary traffic — the domain bank's
     requests and the PII development set's messages, heavy with names, numbers, keys and
@@ -451,13 +460,12 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     corpora that measure the model (``vsr-extproc eval jailbreak``) are never trained on.
     """
     document = yaml.safe_load(BANK.read_text())
-    attacks, benign = list(document["attacks"]), list(document["benign"])
-    for line in WRITTEN.read_bytes().splitlines():
-        if line.strip():
-            row = orjson.loads(line)
-            (attacks if row["label"] == "attack" else benign).append(row["text"])
-            if row.get("kind") == "padded" and (padding := _padding(row["text"])):
-                benign.append(padding)
+    attacks = [*document["attacks"], *document["data_attacks"]]
+    benign = list(document["benign"])
+    for row in _written():
+        (attacks if row["label"] == "attack" else benign).append(row["text"])
+        if row.get("kind") == "padded" and (padding := _padding(row["text"])):
+            benign.append(padding)
     domains = yaml.safe_load(DOMAINS.read_text())["domains"]
     benign.extend(example for domain in domains.values() for example in domain["examples"])
     benign.extend(
@@ -469,6 +477,32 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
             benign.append(window)
             benign.extend(_lines_alone(window))
     return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+
+
+@cache
+def data_attacks() -> frozenset[str]:
+    """The shipped attacks that arrive inside data — the bank's ``data_attacks`` and the
+    written ``indirect`` attacks, whose injection sits in the material a message quotes:
+    the rows of the fit in which ``DATA_CUES`` count, as they count in data when scoring
+    (``read_as_data``)."""
+    document = yaml.safe_load(BANK.read_text())
+    written = [row["text"] for row in _written() if row.get("kind") == "indirect"]
+    return frozenset([*document["data_attacks"], *written])
+
+
+def _written() -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in WRITTEN.read_bytes().splitlines() if line.strip()]
+
+
+def read_as_data(texts: Sequence[str], roles: Sequence[Role]) -> list[bool]:
+    """Whether each text is read as data: a tool result, a user's message that quotes
+    material (``orders.pasted_spans``: "Summarise this contract:" and a contract), a text
+    of another role, a payload decoded after the texts read (``with_hidden_payloads``) —
+    all but a user's own words, the one text in which ``DATA_CUES`` say nothing."""
+    return [
+        not (index < len(roles) and roles[index] is Role.USER and not pasted_spans(text))
+        for index, text in enumerate(texts)
+    ]
 
 
 CODE_LINES_ALONE = 2
@@ -537,8 +571,14 @@ class JailbreakModel:
 
     @classmethod
     def fit(
-        cls, encoder: TextEncoder, attacks: tuple[str, ...], benign: tuple[str, ...]
+        cls,
+        encoder: TextEncoder,
+        attacks: tuple[str, ...],
+        benign: tuple[str, ...],
+        data: Collection[str] = frozenset(),
     ) -> JailbreakModel:
+        """Fitted on ``attacks`` and ``benign``; the rows in ``data`` arrive inside data,
+        and only in them do ``DATA_CUES`` count (as when scoring, ``read_as_data``)."""
         from sklearn.feature_extraction.text import (
             CountVectorizer,
             TfidfTransformer,
@@ -560,7 +600,9 @@ class JailbreakModel:
             vectors,
             len(attacks),
         )
-        wording = model._wording_rows([[(0, len(text))] for text in texts], texts)
+        wording = model._wording_rows(
+            [[(0, len(text))] for text in texts], texts, [text in data for text in texts]
+        )
         # each exemplar's similarity leaves itself out, as a new text's would
         similarity = model.similarity(vectors, exclude=np.arange(len(texts)))
         model.classifier.fit(model.design(wording, similarity), labels)
@@ -599,18 +641,27 @@ class JailbreakModel:
             ]
         ).tocsr()
 
-    def wording_scores(self, chunks: list[str]) -> WordingScores:
+    def wording_scores(
+        self, chunks: list[str], data: Sequence[bool] | None = None
+    ) -> WordingScores:
         """The first half of ``chunk_scores``: everything that needs no embedding.
 
         It runs while the chunks' embeddings are computed. Each chunk is scored as a whole
         and sentence by sentence, so an attack that shares its chunk with harmless chatter
-        is not diluted; a sentence is later scored with its chunk's embedding.
+        is not diluted; a sentence is later scored with its chunk's embedding. ``data``
+        says which chunks are read as data (``read_as_data``; all, by default).
         """
-        keys = [text_key(chunk) for chunk in chunks]
+        data = [True] * len(chunks) if data is None else data
+        keys = [
+            text_key(chunk) + (b"d" if is_data else b"")
+            for chunk, is_data in zip(chunks, data, strict=True)
+        ]
         rows: list[ChunkWording | None] = [self.memo.get(key) for key in keys]
         missing = [index for index, row in enumerate(rows) if row is None]
         if missing:
-            computed = self._wording_logits([chunks[index] for index in missing])
+            computed = self._wording_logits(
+                [chunks[index] for index in missing], [data[index] for index in missing]
+            )
             for index, wording in zip(missing, computed, strict=True):
                 rows[index] = wording
                 self.memo.put(keys[index], wording)
@@ -635,10 +686,11 @@ class JailbreakModel:
             tuple(text for row in done for _, text in row.alone),
         )
 
-    def _wording_logits(self, chunks: list[str]) -> list[ChunkWording]:
+    def _wording_logits(self, chunks: list[str], data: Sequence[bool]) -> list[ChunkWording]:
         """Each chunk's logits without the similarity's part: its own, its longer
         sentences' (a chunk of one sentence is one row), then those of the payloads it
-        hides in an encoding, decoded: what a hidden instruction says is scored too."""
+        hides in an encoding, decoded (read as data): what a hidden instruction says is
+        scored too."""
         layouts = []
         for chunk in chunks:
             spans = sentence_spans(chunk)
@@ -648,7 +700,7 @@ class JailbreakModel:
             tuple((at, chunk[start:end]) for at, (start, end) in enumerate(layout[1:], 1))
             for chunk, layout in zip(chunks, layouts, strict=True)
         ]
-        wording = self._wording_rows(layouts, chunks)
+        wording = self._wording_rows(layouts, chunks, data)
         logits = self.classifier.decision_function(self.design(wording))
         addressed = _speaks_to_an_ai(chunks, layouts)
         sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
@@ -665,7 +717,7 @@ class JailbreakModel:
         ]
         for index, readings in enumerate(wording.revealed):
             if readings:
-                decoded = self._wording_logits(list(readings))
+                decoded = self._wording_logits(list(readings), [True] * len(readings))
                 # a decoded payload's sentences can be read alone too (the payload whole
                 # is, by ``with_hidden_payloads``)
                 starts = len(rows[index].logits) + np.cumsum([0, *(len(r.logits) for r in decoded)])
@@ -686,11 +738,14 @@ class JailbreakModel:
                 )
         return rows
 
-    def _wording_rows(self, layouts: list[list[tuple[int, int]]], chunks: list[str]) -> WordingRows:
+    def _wording_rows(
+        self, layouts: list[list[tuple[int, int]]], chunks: list[str], data: Sequence[bool]
+    ) -> WordingRows:
         """The wording of each row: ``layouts[i]`` lists the spans of ``chunks[i]`` that
         are rows (the whole chunk first). A row's character n-grams are the sum of its
         sentences' (they are counted within words), so every sentence is analysed once;
-        each chunk's cues are scanned once, and a row has the cues that lie inside it."""
+        each chunk's cues are scanned once, and a row has the cues that lie inside it —
+        ``DATA_CUES`` only where ``data[i]`` says the chunk is read as data."""
         from scipy.sparse import csr_matrix, hstack
 
         sentences: list[str] = []  # every sentence of every chunk, in order
@@ -699,13 +754,15 @@ class JailbreakModel:
         sums: tuple[list[int], list[int]] = ([], [])  # (row, sentence): row sums sentence
         chunk_cues: list[tuple[str, ...]] = []  # the cue groups found in each chunk
         revealed: list[tuple[str, ...]] = []  # each chunk's decoded payloads
-        for chunk, layout in zip(chunks, layouts, strict=True):
+        for chunk, layout, is_data in zip(chunks, layouts, data, strict=True):
             spans = sentence_spans(chunk)
             first = len(sentences)
             sentences.extend(chunk[start:end] for start, end in spans)
             matches = _cue_matches(chunk)
+            readings = _revealing(chunk, {group for _, _, group in matches}, is_data)
+            if not is_data:
+                matches = [match for match in matches if match[2] not in DATA_CUES]
             found = {group for _, _, group in matches}
-            readings = _revealing(chunk, found)
             encoded = bool(readings)
             revealed.append(tuple(readings))
             named = [group for group in CUE_GROUPS if group in found]
@@ -777,10 +834,15 @@ class JailbreakModel:
         return csr_matrix((counts, indices, indptr), shape=(len(words), width))
 
     def chunk_scores(
-        self, vectors: FloatArray, chunks: list[str], wording: WordingScores | None = None
+        self,
+        vectors: FloatArray,
+        chunks: list[str],
+        wording: WordingScores | None = None,
+        data: Sequence[bool] | None = None,
     ) -> np.ndarray:
-        """P(attack) of each chunk: the riskiest of the chunk and each of its sentences."""
-        wording = wording or self.wording_scores(chunks)
+        """P(attack) of each chunk: the riskiest of the chunk and each of its sentences
+        (``data``: as ``wording_scores``)."""
+        wording = wording or self.wording_scores(chunks, data)
         scores = np.zeros(wording.chunks)
         np.maximum.at(scores, wording.owners, self.row_scores(vectors, wording))
         return scores
@@ -950,20 +1012,25 @@ class JailbreakSignal(AsyncSignal):
         reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
         if not reading.texts:
             return Outcome(False, 0.0, {"chunks": 0})
-        texts = await run_cpu(with_hidden_payloads, reading.texts, owner=evaluation)
+        texts, data = await run_cpu(_texts_read, reading.texts, reading.roles, owner=evaluation)
         # the wording half of the score runs while the embeddings are computed
-        wording = asyncio.ensure_future(self._wording(texts, evaluation))
+        wording = asyncio.ensure_future(self._wording(texts, data, evaluation))
         embedded = await embed_texts(evaluation, self.embedder, texts)
         vectors = np.concatenate([e.vectors for e in embedded])
         # a tool result's clauses are embedded while the wording and the closer look run
         orders = asyncio.ensure_future(self._orders_in_data(evaluation, texts, reading.roles))
-        pieces, partial = await wording
+        pieces, in_data, partial = await wording
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
         owners, sentences = self.model.closer_look(vectors, partial)
         if sentences:
             own = await own_meanings(evaluation, self.embedder, owners, sentences)
             scores = await run_cpu(
-                self.model.chunk_scores, own.vectors, own.pieces, owner=evaluation
+                self.model.chunk_scores,
+                own.vectors,
+                own.pieces,
+                None,
+                [in_data[owner] for owner in own.owners],
+                owner=evaluation,
             )
             np.maximum.at(probabilities, own.owners, scores)
         order_owners, order_scores, report = await orders
@@ -1037,20 +1104,45 @@ class JailbreakSignal(AsyncSignal):
         return [owners[i] for i in chosen], [clauses[i].text for i in chosen], report
 
     async def _wording(
-        self, texts: list[str], evaluation: Evaluation
-    ) -> tuple[list[str], WordingScores]:
+        self, texts: list[str], data: list[bool], evaluation: Evaluation
+    ) -> tuple[list[str], list[bool], WordingScores]:
         """The wording scores of every chunk, in CPU jobs of ``WORDING_CHUNKS_PER_JOB``
-        chunks (a few milliseconds each), so that a long request interleaves fairly."""
-        pieces, first = await run_cpu(self._first_wording, texts, owner=evaluation)
+        chunks (a few milliseconds each), so that a long request interleaves fairly; and
+        whether each chunk is read as data (its text's ``read_as_data``)."""
+        pieces, in_data, first = await run_cpu(self._first_wording, texts, data, owner=evaluation)
         parts = [first]
         for start in range(WORDING_CHUNKS_PER_JOB, len(pieces), WORDING_CHUNKS_PER_JOB):
-            group = pieces[start : start + WORDING_CHUNKS_PER_JOB]
-            parts.append(await run_cpu(self.model.wording_scores, group, owner=evaluation))
-        return pieces, WordingScores.joined(parts)
+            end = start + WORDING_CHUNKS_PER_JOB
+            parts.append(
+                await run_cpu(
+                    self.model.wording_scores,
+                    pieces[start:end],
+                    in_data[start:end],
+                    owner=evaluation,
+                )
+            )
+        return pieces, in_data, WordingScores.joined(parts)
 
-    def _first_wording(self, texts: list[str]) -> tuple[list[str], WordingScores]:
-        pieces = [text[start:end] for text in texts for start, end in self.embedder.spans(text)]
-        return pieces, self.model.wording_scores(pieces[:WORDING_CHUNKS_PER_JOB])
+    def _first_wording(
+        self, texts: list[str], data: list[bool]
+    ) -> tuple[list[str], list[bool], WordingScores]:
+        pieces: list[str] = []
+        in_data: list[bool] = []
+        for text, is_data in zip(texts, data, strict=True):
+            spans = self.embedder.spans(text)
+            pieces.extend(text[start:end] for start, end in spans)
+            in_data.extend([is_data] * len(spans))
+        first = self.model.wording_scores(
+            pieces[:WORDING_CHUNKS_PER_JOB], in_data[:WORDING_CHUNKS_PER_JOB]
+        )
+        return pieces, in_data, first
+
+
+def _texts_read(texts: Sequence[str], roles: Sequence[Role]) -> tuple[list[str], list[bool]]:
+    """The texts the signal scores (``with_hidden_payloads``) and whether each is read as
+    data (``read_as_data``)."""
+    scored = with_hidden_payloads(texts)
+    return scored, read_as_data(scored, roles)
 
 
 def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
@@ -1059,7 +1151,7 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
     attacks, benign = entry.attacks or attacks, entry.benign or benign
     key = ("jailbreak-model", id(embedder), attacks, benign)
     model: JailbreakModel = resources.get(
-        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign)
+        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign, data_attacks())
     )
     orders = None
     if entry.orders_in_data:
