@@ -53,6 +53,7 @@ class TextModels:
     jailbreak_model: Any
     jailbreak_threshold: float
     order_model: Any = None  # orders in tool results (signals.orders); None: switched off
+    users_are_data: bool = False  # the jailbreak entry's ``user_messages: data``
 
 
 def load_models(
@@ -112,6 +113,7 @@ def load_models(
         ),
         jailbreak.threshold,
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
+        jailbreak.user_messages == "data",
     )
 
 
@@ -308,7 +310,7 @@ def jailbreak_scores(
     model = models.jailbreak_model
     scores = []
     for index, text in enumerate(map(as_seen, texts)):
-        tool = channels is not None and channels[index] == "tool"
+        tool = models.users_are_data or (channels is not None and channels[index] == "tool")
         scored = with_hidden_payloads([text])
         data = read_as_data(scored, [Role.TOOL if tool else Role.USER])
         chunk_texts, vectors, of_chunk = _chunked(models, scored)

@@ -52,7 +52,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -986,6 +986,13 @@ class JailbreakEntry(AsyncSignalEntry):
         description="score the imperative clauses of tool results, and of material pasted "
         "into a user's message, as orders slipped to the agent (signals/orders.py)",
     )
+    user_messages: Literal["own_words", "data"] = Field(
+        default="own_words",
+        description="own_words: a user's message is the user speaking (\"Note to the AI: "
+        "…\" is no injection's opening there; what it quotes is data); data: user messages "
+        "carry text from elsewhere (a ticket or an e-mail a pipeline puts there), read as "
+        "data like tool results",
+    )
 
 
 class JailbreakSignal(AsyncSignal):
@@ -1007,12 +1014,15 @@ class JailbreakSignal(AsyncSignal):
         self.embedder = embedder
         self.model = model
         self.orders = orders
+        self.users_are_data = entry.user_messages == "data"
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
         reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
         if not reading.texts:
             return Outcome(False, 0.0, {"chunks": 0})
-        texts, data = await run_cpu(_texts_read, reading.texts, reading.roles, owner=evaluation)
+        texts, data = await run_cpu(
+            _texts_read, reading.texts, reading.roles, self.users_are_data, owner=evaluation
+        )
         # the wording half of the score runs while the embeddings are computed
         wording = asyncio.ensure_future(self._wording(texts, data, evaluation))
         embedded = await embed_texts(evaluation, self.embedder, texts)
@@ -1056,7 +1066,8 @@ class JailbreakSignal(AsyncSignal):
         a user's message quotes — scored as orders (``signals.orders``): each one's chunk,
         its score, and the trace's account of what was read."""
         quoting = any(
-            role is Role.USER and ("\n" in text or "<" in text or '"""' in text)
+            role is Role.USER
+            and (self.users_are_data or "\n" in text or "<" in text or '"""' in text)
             for text, role in zip(texts, roles, strict=False)
         )  # a message of one line quotes material only in a tag or a block string
         if self.orders is None or not (quoting or Role.TOOL in roles):
@@ -1086,7 +1097,8 @@ class JailbreakSignal(AsyncSignal):
         for text, role in zip(texts, roles, strict=False):
             spans = self.embedder.spans(text)
             if role in counts:
-                data = data_clauses(text, role is Role.TOOL)
+                whole = role is Role.TOOL or self.users_are_data  # read as a tool result
+                data = data_clauses(text, whole)
                 for clause in data:
                     within = sum(1 for start, _ in spans[1:] if start <= clause.offset)
                     owners.append(first + within)
@@ -1138,11 +1150,13 @@ class JailbreakSignal(AsyncSignal):
         return pieces, in_data, first
 
 
-def _texts_read(texts: Sequence[str], roles: Sequence[Role]) -> tuple[list[str], list[bool]]:
+def _texts_read(
+    texts: Sequence[str], roles: Sequence[Role], users_are_data: bool
+) -> tuple[list[str], list[bool]]:
     """The texts the signal scores (``with_hidden_payloads``) and whether each is read as
-    data (``read_as_data``)."""
+    data (``read_as_data``; every one, where user messages are data)."""
     scored = with_hidden_payloads(texts)
-    return scored, read_as_data(scored, roles)
+    return scored, [True] * len(scored) if users_are_data else read_as_data(scored, roles)
 
 
 def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
