@@ -415,6 +415,7 @@ def evaluate_safety(
         "recall_at_threshold": float(flagged[labels == 1].mean()),
         "fpr_at_threshold": float(flagged[labels == 0].mean()),
         "calibration_error": calibration_error(scores, labels),
+        "reliability": reliability(scores, labels),
         "per_category": per_category,
         "per_source": _groups(
             [{**row, "label": "benign" if row["label"] == "benign" else "unsafe"} for row in rows],
@@ -445,17 +446,37 @@ def recall_at_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> tup
     return recall, threshold
 
 
-def calibration_error(scores: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
-    """Expected calibration error: the mean gap between score and observed frequency,
-    over ten equal-width score bins weighted by how many texts fall in each."""
-    error = 0.0
+def reliability(scores: np.ndarray, labels: np.ndarray, bins: int = 10) -> list[dict[str, Any]]:
+    """What a score means: for each of ``bins`` equal-width score bins that holds a text,
+    its range, how many texts fall in it, their mean score and how many of them are
+    positives (attacks, unsafe requests). Where the scores are calibrated the last two
+    agree: of the texts scored about 0.9, about 90 % are attacks."""
     edges = np.linspace(0.0, 1.0, bins + 1)
     which = np.clip(np.digitize(scores, edges[1:-1]), 0, bins - 1)
+    table = []
     for index in range(bins):
         chosen = which == index
         if chosen.any():
-            error += chosen.mean() * abs(scores[chosen].mean() - labels[chosen].mean())
-    return float(error)
+            table.append(
+                {
+                    "from": round(float(edges[index]), 3),
+                    "to": round(float(edges[index + 1]), 3),
+                    "count": int(chosen.sum()),
+                    "mean_score": float(scores[chosen].mean()),
+                    "positive_rate": float(labels[chosen].mean()),
+                }
+            )
+    return table
+
+
+def calibration_error(scores: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    """Expected calibration error: the mean gap between score and observed frequency
+    over the ``reliability`` bins, weighted by how many texts fall in each."""
+    table = reliability(scores, labels, bins)
+    total = sum(row["count"] for row in table)
+    return float(
+        sum(row["count"] * abs(row["mean_score"] - row["positive_rate"]) for row in table) / total
+    )
 
 
 def _groups(rows: Sequence[dict[str, Any]], flagged: np.ndarray, key: str) -> dict[str, Any]:
@@ -490,6 +511,7 @@ def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> di
         "recall_at_threshold": float(flagged[labels == 1].mean()),
         "fpr_at_threshold": float(flagged[labels == 0].mean()),
         "calibration_error": calibration_error(scores, labels),
+        "reliability": reliability(scores, labels),
         "per_source": _groups(rows, flagged, "source"),
         "per_kind": _groups(rows, flagged, "kind"),
         "errors": [
@@ -614,6 +636,14 @@ def summary(report: dict[str, Any]) -> str:
             f"{report['recall_at_threshold']:.3f}, false-positive rate "
             f"{report['fpr_at_threshold']:.3f}; expected calibration error "
             f"{report['calibration_error']:.3f}"
+        )
+        lines.append(
+            "  what a score means (score bin: texts, mean score, share that are positive):"
+        )
+        lines.extend(
+            f"    {row['from']:.1f}-{row['to']:.1f}: {row['count']:>5}  {row['mean_score']:.3f}"
+            f"  {row['positive_rate']:.3f}"
+            for row in report["reliability"]
         )
         for name, row in report.get("per_category", {}).items():
             if row["count"]:
