@@ -69,6 +69,8 @@ from vsr_extproc.observe import Observer, Seen
 from vsr_extproc.response.guard import BodyPlan, HeadersPlan, ResponseExchange
 
 PASSTHROUGH = "passthrough"
+# a body larger than this is parsed, scanned or redacted off the event loop
+OFF_LOOP_BYTES = 65_536
 log = structlog.get_logger("vsr_extproc.response")
 
 
@@ -238,7 +240,7 @@ class ExternalProcessor(ext_proc_grpc.ExternalProcessorServicer):  # type: ignor
                         answer.on_body(b"", True)
                 elif phase == "response_body":
                     body = message.response_body
-                    if len(body.body) > 65_536:
+                    if len(body.body) > OFF_LOOP_BYTES:
                         await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
                     else:
                         answer.on_body(body.body, body.end_of_stream)
@@ -400,9 +402,9 @@ async def _on_held_body(
 
 async def _read_body(answer: ResponseExchange, body: ext_proc.HttpBody) -> BodyPlan:
     size = len(body.body)
-    whole = answer.buffered and body.end_of_stream and answer.bytes_in + size > 65_536
+    whole = answer.buffered and body.end_of_stream and answer.bytes_in + size > OFF_LOOP_BYTES
     try:
-        if size > 65_536 or whole:
+        if size > OFF_LOOP_BYTES or whole:
             # a large answer read whole (in one part or many) is parsed and scanned off the
             # loop, so other streams are served meanwhile
             return await asyncio.to_thread(answer.on_body, body.body, body.end_of_stream)
@@ -419,7 +421,7 @@ def _redacts_a_large_body(decision: RoutingDecision, body: bytes) -> bool:
     action = decision.decision.action
     if not isinstance(action, RouteAction) or not action.redact:
         return False
-    return len(body) > 65_536 or (action.entities is not None and len(body) > 2_048)
+    return len(body) > OFF_LOOP_BYTES or (action.entities is not None and len(body) > 2_048)
 
 
 def _error(error: RequestError) -> Answer:
