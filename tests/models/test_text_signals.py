@@ -261,9 +261,9 @@ _NOTES_TO_THE_AI = (
 
 @pytest.mark.parametrize("note", _NOTES_TO_THE_AI)
 def test_a_users_note_to_the_assistant_is_not_an_injection(router: Router, note: str) -> None:
-    """ "Note to the AI …" opens an injection inside data; in the user's own message it is
-    the user talking to the assistant, and its cue does not count there (these three were
-    refused with 0.95–0.999 when it did)."""
+    """An address to the AI ("Note to the AI: …") opens an injection inside data; in the
+    user's own message it is the user talking to the assistant, and its cue does not
+    count there (these three were refused with 0.95–0.999 when it did)."""
     attack = decide(router, chat(user(note))).results["jailbreak.attack"]
     assert not attack.matched, attack.value
     assert "indirect" not in attack.value["cues"]

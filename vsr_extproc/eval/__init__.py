@@ -474,6 +474,8 @@ def calibration_error(scores: np.ndarray, labels: np.ndarray, bins: int = 10) ->
     over the ``reliability`` bins, weighted by how many texts fall in each."""
     table = reliability(scores, labels, bins)
     total = sum(row["count"] for row in table)
+    if not total:
+        return 0.0
     return float(
         sum(row["count"] * abs(row["mean_score"] - row["positive_rate"]) for row in table) / total
     )
