@@ -694,3 +694,166 @@ def test_a_star_bullet_list_is_prose_though_a_path_holds_a_glob() -> None:
         "  * Switched the build to the current standards version of the policy\n"
     )
     assert code_score(notes).score < 0.5
+
+
+# a block comment whose opener and closer OCR lost: only its starred lines are left
+OCR_LOST_OPENER = """src
+tests
+README.md
+RetryPolicy.java
+int attempts = 0;
+while (attempts < limit) {
+try {
+return call.run();
+} catch (final IOException e) {
+attempts++;
+* Waits before the next attempt, twice as long as the time before, up to
+* the ceiling given when the policy was built. A value of zero means
+* that the policy never waits, which the tests of the client rely on:
+* they run every attempt at once and count them instead of timing them.
+米
+* @param attempt
+米 the number of attempts made so far, counted from one.
+* @return the wait in milliseconds, never more than the ceiling.
+private long backoff(final int attempt) {
+long wait = base << Math.min(attempt, 20);
+return Math.min(wait, ceiling);
+"""
+
+OCR_WRAPPED_DOC = """* Holds the settings a client reads when it opens a connection to the
+* server: the host, the port and the time to wait for an answer. It is
+*built once and shared by every thread of the client, so its fields are
+* final and the class has no setters.
+public final class ClientSettings {
+private final String host;
+private final int port;
+private final Duration timeout;
+public ClientSettings(String host, int port, Duration timeout) {
+this.host = host;
+this.port = port;
+"""
+
+
+@pytest.mark.parametrize(
+    "text", [OCR_LOST_OPENER, OCR_WRAPPED_DOC], ids=["lone-stars-and-tags", "wrapped-sentences"]
+)
+def test_a_block_comment_whose_opener_ocr_lost_is_still_a_comment(text: str) -> None:
+    # no "/*" or "*/" is left, but a star alone on its line (or read as "米"), a doc tag, or
+    # a sentence wrapped from one starred line to the next shows the comment
+    assert code_score(text).score >= 0.5, code_score(text)
+
+
+LOWERCASE_CHANGELOG = """  [ Ana Lima ]
+  * pagertool: read xz-compressed files too (closes: #1002003)
+
+ -- Ana Lima <ana@example.org>  Thu, 30 Dec 2021 01:54:19 -0500
+
+most (551-2) sid; urgency=medium
+
+  * remove the /bin/pager alternative before the upgrade to this
+    version (closes: #990011) (lp: #1870001)
+  * debian/rules: use mktemp instead of tempfile (closes: #990012)
+  * do not install an empty /usr/share/pagertool/ directory
+  * remove stray quotes around the placeholder of the mailcap entry
+  * set standards version to 4.5.0
+
+ -- Ana Lima <ana@example.org>  Sun, 05 Jul 2020 19:36:33 -0400
+
+most (551-1) sid; urgency=low
+
+  * new upstream release, with thanks to everyone who sent patches
+"""
+
+
+def test_a_list_of_lowercase_items_is_not_a_block_comment() -> None:
+    # each item starts with its star and ends where a sentence may; taken for a comment's
+    # lines, the items would fall silent and the headers around them read as code
+    assert code_score(LOWERCASE_CHANGELOG).score < 0.5, code_score(LOWERCASE_CHANGELOG)
+
+
+# an IDE's file tree, the numbered code, then the column of values OCR read apart from it
+GUTTER_BESIDE_A_TREE = """src
+include
+tests
+Makefile
+README.md
+config.h
+config.h
+40 #define NET RETRY LIMIT
+41 #define NET RETRY DELAY MS
+42 #define NET BUFFER SIZE
+43 #define NET MAX PEERS
+44 #define NET KEEPALIVE S
+45 #define NET IDLE TIMEOUT S
+46 #define NET_BACKLOG
+47 #define NET PORT DEFAULT
+48
+49 /* framing */
+50 #define FRAME_MAGIC
+51 #define FRAME HEADER LEN
+5
+250
+4096
+64
+30
+120
+128
+8080
+0x5a17
+12
+"""
+
+
+def test_a_run_of_counted_line_numbers_is_a_gutter_among_other_lines() -> None:
+    # fewer than half the lines start with a number (the tree and the values do not), but
+    # twelve adjacent lines numbered 40, 41, 42 … are a gutter; without it "#define" is not
+    # at the start of its line
+    assert code_score(GUTTER_BESIDE_A_TREE).score >= 0.5, code_score(GUTTER_BESIDE_A_TREE)
+
+
+TREE_THEN_CODE = """src
+app
+tests
+README.md
+pyproject.toml
+Settings.java
+Settings.java
+Loader.java
+Cache.java
+build.gradle
+Main.java
+Worker.java
+int size = entries.size();
+if (size > limit) {
+evictOldest(size - limit);
+return true;
+"""
+
+
+def test_an_ides_file_names_are_chrome_not_content() -> None:
+    # eleven file names beside four lines of code: they say nothing either way, so the code
+    # is the screen's content; a tree alone is still not code
+    assert code_score(TREE_THEN_CODE).score >= 0.5, code_score(TREE_THEN_CODE)
+    tree = "src\napp\ntests\nREADME.md\npyproject.toml\nnotes.md\nplan.md\n"
+    assert code_score(tree).score < 0.5
+
+
+OCR_GLUED_SLASHES = """// Each worker keeps its own queue of jobs, and steals from the queue of
+I/ another worker only when its own is empty. The queues are bounded so
+I/that a slow worker cannot hold on to more jobs than it can run soon,
+//and a job that waits too long is handed back to the shared queue.
+I/Stealing takes half of the other queue at once, which keeps the number
+I/of steals low when one worker falls behind for a while.
+//We tried a single shared queue first; it was simpler but every push
+I/and pop took the same lock, and the lock was the bottleneck.
+pub struct Worker {
+    queue: Mutex<VecDeque<Job>>,
+    limit: usize,
+}
+"""
+
+
+def test_line_comments_whose_slashes_ocr_read_as_i_are_comments() -> None:
+    # "//" read as "I/", glued to the comment's first word as often as not
+    assert code_score(OCR_GLUED_SLASHES).score >= 0.5, code_score(OCR_GLUED_SLASHES)
+    assert code_score("I/O errors are retried three times before the job fails.\n").score < 0.5

@@ -12,7 +12,9 @@ lines broken mid-statement or merged, spaces inserted around punctuation):
 What an editor, a terminal or a diff puts in front of each line is taken off first: a
 line-number gutter (numbers that count up down the left edge, as editors show by
 default), diff markers (``+``, ``-``), and prompts (``$ ``, ``>>> ``, ``In [3]:``). The
-line cues are anchored at the start of the code, not of the screen line.
+line cues are anchored at the start of the code, not of the screen line. A line that is a
+file's name alone (an IDE's file tree, an editor's tab) is chrome and counts for neither
+side.
 
 Beside the cues, a line model that knows no language: each line becomes its *shape*
 (``line_shape``: a word becomes ``w``, a capitalised one ``W``, a camelCase one ``m``, a
@@ -29,9 +31,11 @@ Lines that read as sentences (many words, mostly letters of any script, no code 
 line mostly of Chinese or Japanese characters) pull the score down, so prose, recipes
 ("2 cups (250 g) flour") and poetry stay low. Comments are the program's prose and count
 for neither side: line comments, block comments and block strings (docstrings) followed
-across lines, also on a screen that begins inside one or whose closer OCR lost, and
-comment marks as OCR misreads them (``///`` as ``Ill``, ``%%`` as ``8%``). The guessed
-language is given only when the text is code and one language's markers clearly lead.
+across lines, also on a screen that begins inside one or whose closer OCR lost, the
+starred lines of a ``/* */`` comment whose opener and closer OCR both lost, and comment
+marks as OCR misreads them (``///`` as ``Ill``, ``//`` as ``I/``, ``%%`` as ``8%``). The
+guessed language is given only when the text is code and one language's markers clearly
+lead.
 """
 
 from __future__ import annotations
@@ -123,6 +127,7 @@ _PROMPT = re.compile(
     r"|[\w.\-]+@[\w.\-]+(?::[^$#\s]*)?[$#])(?=\s|$)\s?"
 )
 _MARGIN_SHARE = 0.5
+_COUNTED_RUN = 5  # adjacent lines numbered n, n+1, …: a gutter, whatever else the screen shows
 # a word of prose, in any script: not part of an identifier (snake_case, dotted.name, a
 # call)
 _WORD = re.compile(r"(?<![\w.])(?:[^\W\d_]|')+(?![\w(]|\.\w)")
@@ -189,14 +194,29 @@ _MIN_SHAPE = 3
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
 _COMMENT = re.compile(
     r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
-    # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``%%`` as ``8%``,
+    # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``//`` as ``I/``
+    # (glued to the comment's first word too: ``I/does``), ``%%`` as ``8%``,
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)
-    r"|(?:/[lI1|]|[lI1|]/)[/lI1|]?\s|[lI|]{3}\s|8%\s|[—–]\s)"
+    r"|(?:/[lI1|]|[lI1|]/)[/lI1|]?\s|[lI1|]/(?=[A-Za-z\"']{2})|[lI|]{3}\s|8%\s|[—–]\s)"
 )
 _MUTE = 0.5  # what the line model says of a line too short to tell
+# a line that is a file's name alone: an IDE's file tree or an editor's tab, which OCR
+# reads as lines of their own; chrome, not code or prose
+_FILE_NAME = re.compile(
+    r"^\s*[\w.-]*\w\.(?:py|pyi|ipynb|toml|cfg|ini|md|rst|txt|json|ya?ml|lock|xml|html?|css"
+    r"|js|jsx|ts|tsx|mjs|java|kt|kts|scala|sbt|gradle|go|mod|rs|c|h|cc|cpp|hpp|cs|rb|lua|erl"
+    r"|hrl|ex|exs|ml|mli|hs|clj|php|pl|pm|sh|bash|zsh|swift|sql|r|R|m|vue|dart)\s*$"
+)
 # block comments (opener, closer): a licence header's " * ..." lines are comment, not prose
 _BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("--[[", "]]"))
-_STARRED = re.compile(r"^\s*\*(?:\s|$)")
+# a block comment's continuation line: `` * text``, ``*text`` as OCR glues it, and the
+# recogniser's ``米`` for a faint ``*`` (not ``*/``, ``**``, ``*)``, ``*=``)
+_STARRED = re.compile(r"^\s*[*米](?![*/)=])")
+_LONE_STAR = re.compile(r"^\s*[*米]\s*$")
+_STARRED_TAG = re.compile(r"^\s*[*米]\s*@[a-z]+\b")
+# after the star, a sentence that goes on from the line before: a lowercase word, then
+# another word (``* nodes to be able to …``; ``*p = 0;`` is not one)
+_STARRED_GOING_ON = re.compile(r"^\s*[*米]\s*[a-z]+,?\s+[A-Za-z]")
 # Python's (and others') block strings: a docstring's lines read like prose
 _BLOCK_STRINGS = ('"""', "'''")
 _STRING_PREFIX = re.compile(r"\s*[rRbBuUfF]{0,2}")  # what may stand before a string's quotes
@@ -319,17 +339,35 @@ def _language(text: str) -> str | None:
 
 def _without_gutter(lines: list[str]) -> list[str]:
     """``lines`` without their line numbers, when most start with a number and the numbers
-    mostly count up (a numbered list in prose is "1." or "1)", which is not a gutter)."""
+    mostly count up (a numbered list in prose is "1." or "1)", which is not a gutter); or,
+    where they are fewer, on the runs of lines numbered one more each time (``164``,
+    ``165``, ``166`` …): the rest of the screen is then an IDE's file tree, or a column
+    of values OCR read apart from the code (``#define GLU_V_STEP    100207``)."""
     numbers = [_GUTTER.match(line) or _GLUED_NUMBER.match(line) for line in lines]
     found = [int(match.group(1)) for match in numbers if match]
-    if len(found) < 3 or len(found) < _MARGIN_SHARE * len(lines):
+    if len(found) < 3:
         return lines
     rising = sum(later > earlier for earlier, later in itertools.pairwise(found))
-    if rising < 0.7 * (len(found) - 1):
-        return lines
+    if len(found) < _MARGIN_SHARE * len(lines) or rising < 0.7 * (len(found) - 1):
+        numbers = _counted_runs(numbers)
     return [
         line[match.end() :] if match else line for line, match in zip(lines, numbers, strict=True)
     ]
+
+
+def _counted_runs(numbers: list[re.Match[str] | None]) -> list[re.Match[str] | None]:
+    """Of the lines' leading numbers, those in runs of ``_COUNTED_RUN`` or more adjacent
+    lines that count up by one; the others are ``None``."""
+    kept: list[re.Match[str] | None] = [None] * len(numbers)
+    start = 0
+    for index in range(1, len(numbers) + 1):
+        here, before = (numbers[index] if index < len(numbers) else None), numbers[index - 1]
+        if here and before and int(here.group(1)) == int(before.group(1)) + 1:
+            continue
+        if index - start >= _COUNTED_RUN:
+            kept[start:index] = numbers[start:index]
+        start = index
+    return kept
 
 
 def _without_markers(lines: list[str]) -> list[tuple[str, bool]]:
@@ -396,6 +434,32 @@ def screen_lines(text: str) -> list[tuple[str, bool]]:
     ]
 
 
+def _continued_stars(lines: list[str]) -> bool:
+    """Whether ``lines`` show the inside of a ``/* */`` comment whose opener and closer
+    OCR lost (a lone ``/**`` is a small box, often dropped): three or more lines start
+    with a star, and the stars go on where a list's bullets would not — a star alone on
+    its line, a doc tag (``* @param``), or a sentence that wraps from one starred line to
+    the next after a word no sentence ends on (``* … when you want other`` / ``* nodes
+    to be able …``). A list puts its bullet before each item, not before the lines an
+    item wraps onto, and an item ends where a sentence may."""
+    starred = [bool(_STARRED.match(line)) for line in lines]
+    if sum(starred) < 3:
+        return False
+    for index, line in enumerate(lines):
+        if not starred[index]:
+            continue
+        if _LONE_STAR.match(line) or _STARRED_TAG.match(line):
+            return True
+        words = _WORD.findall(lines[index - 1]) if index and starred[index - 1] else []
+        if (
+            len(words) >= 4
+            and words[-1].lower() in FUNCTION_WORDS
+            and _STARRED_GOING_ON.match(line)
+        ):
+            return True
+    return False
+
+
 def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[float, bool]:
     """``code_score``'s weighted sum over the screen's lines, and whether a block comment
     opened on the screen was still open at its end. Without ``follow_blocks`` only a
@@ -407,7 +471,9 @@ def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[floa
     uncommented: list[str] = []  # the code's own lines: punctuation is counted on them
     # where a line of the screen opens or closes a ``/* */`` comment, a line that starts
     # with ``*`` is one's continuation, even when OCR lost the mark around it
-    starred = any(line.lstrip().startswith("/*") or line.rstrip().endswith("*/") for line in lines)
+    starred = any(
+        line.lstrip().startswith("/*") or line.rstrip().endswith("*/") for line in lines
+    ) or _continued_stars(lines)
     previous = ""
     for line, prompted in screen:
         if closer is not None:
@@ -429,7 +495,7 @@ def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[floa
         elif cues:
             code_lines += 1
             strong_lines += cues >= 2
-        elif likely == _MUTE:
+        elif likely == _MUTE or _FILE_NAME.match(line):
             mute_lines += 1
     code = "\n".join(uncommented) if uncommented else "\n".join(lines)
     visible = sum(not char.isspace() for char in code) or 1
