@@ -18,8 +18,10 @@ domain, messages full of personal data, keys and numbers):
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
   system-prompt extraction, injection addressed to an AI reading a document (a cue only
   in data, ``DATA_CUES``: in a user's own words it is the user talking to the assistant),
-  refusal suppression, claimed authority, and the same cues hidden in encodings (base64, hex,
-  ROT13, leetspeak, reversed text) or written in other languages; and whether a row's
+  refusal suppression, claimed authority, and the same cues hidden in encodings (those
+  of garak's encoding probes: base64, base32, hex, ascii85 and base85, quoted-printable
+  and percent-encoding, binary, ROT13, Atbash, Morse, Braille, leetspeak, Zalgo, and
+  reversed text) or written in other languages; and whether a row's
   cues all lie inside a quotation (an override being translated, tested or explained is
   talked about, not given).
 
@@ -46,9 +48,12 @@ import asyncio
 import base64
 import binascii
 import codecs
+import itertools
+import quopri
 import re
+import urllib.parse
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -254,12 +259,52 @@ def _widened(pattern: str) -> Any:
 
 _FOLDED_ANYWHERE = _widened(_FOLDED.pattern)
 _GROUP_OF = {f"cue{index}": group for index, (group, _, _) in enumerate(_CUES)}
-_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+# the encodings of garak's ``encoding`` probes (garak 0.17, ``probes/encoding.py``) that a
+# reading can be taken back from: base64 (and its URL-safe alphabet), base32, base16/hex,
+# ascii85 and base85, quoted-printable, percent-encoding, binary, ``\u`` escapes, tag
+# characters, ROT13, Atbash, Morse, Braille, leetspeak, Zalgo's stacked marks
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_BASE64_URL = str.maketrans("-_", "+/")
+_BASE32 = re.compile(r"\b[A-Z2-7]{16,}={0,6}")
+_BASE85 = re.compile(r"<~[!-u\s]{10,2000}?~>|[!-~]{20,2000}")
+# long runs without spaces (URLs, hashes, code) are tried as base85 too: at most this
+# many a text, each of at most 2,000 characters (the decoders are written in Python)
+_MOST_BASE85_TOKENS = 32
+_QUOTED_BYTES = re.compile(r"(?:[=%][0-9A-Fa-f]{2})")
+_MIN_QUOTED_BYTES = 6
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[\s:]?){12,}\b")
 _TAGS = re.compile("[\U000e0020-\U000e007e]+")
 _BINARY = re.compile(r"\b[01]{8}(?:\s+[01]{8}){7,}\b")
 _ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4}){8,}")
+_MORSE = re.compile(r"(?:[.-]{1,6}[ /]+){8,}[.-]{1,6}")
+_MORSE_CODES = (
+    ".- -... -.-. -.. . ..-. --. .... .. .--- -.- .-.. -- -. --- .--. --.- .-. ... - ..- "
+    "...- .-- -..- -.-- --.. ----- .---- ..--- ...-- ....- ..... -.... --... ---.. ----. "
+    ".-.-.- --..-- ..--.. -.-.-- -..-. ---... .----."
+)
+_MORSE_LETTERS = dict(
+    zip(_MORSE_CODES.split(), "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,?!/:'", strict=True)
+)
+_BRAILLE = re.compile("[\u2800-\u28ff][\u2800-\u28ff ]{15,}")
+# six-dot Braille as garak writes it: a capital sign before a capital, a number sign
+# before a run of digits (which reuse the letters a-j)
+_BRAILLE_LETTERS = dict(
+    zip(
+        "\u2801\u2803\u2809\u2819\u2811\u280b\u281b\u2813\u280a\u281a\u2805\u2807\u280d"
+        "\u281d\u2815\u280f\u281f\u2817\u280e\u281e\u2825\u2827\u283a\u282d\u283d\u2835"
+        "\u2832\u2804\u2802\u2824\u280c\u2816\u2826\u2812\u2830\u2836",
+        "abcdefghijklmnopqrstuvwxyz.',-/!?:;(",
+        strict=True,
+    )
+)
+_BRAILLE_DIGITS = dict(zip("abcdefghij", "1234567890", strict=True))
+_ZALGO = re.compile(r"[\u0300-\u036f\u0489]")
+_MIN_ZALGO_MARKS = 12
 _LEET = str.maketrans("013457@$!|", "oleastasil")
+_ATBASH = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA",
+)
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
 WORDING_CHUNKS_PER_JOB = 8
@@ -353,21 +398,95 @@ def _near_cue_word(word: str) -> str | None:
     return None
 
 
-def _decodings(text: str) -> list[str]:
-    """Plain-text readings of payloads hidden in ``text``."""
-    readings = [codecs.decode(text, "rot13"), text[::-1]]
-    if (leet := text.translate(_LEET)) != text:
-        readings.append(leet)
-    if (respelled := _respelled(text)) != text:
-        readings.append(respelled)
+def _printable(decoded: bytes) -> str | None:
+    """``decoded`` as text, if nine in ten of its bytes are printable ASCII (what a payload
+    decodes to; an image's or a hash's bytes do not)."""
+    if decoded and sum(32 <= b < 127 or b in (9, 10, 13) for b in decoded) / len(decoded) > 0.9:
+        return decoded.decode("ascii", "ignore")
+    return None
+
+
+def _base_readings(text: str) -> Iterator[str]:
+    """What base64 (either alphabet), base32, ascii85 and base85 tokens of ``text`` decode
+    to, where it is printable."""
     for match in _BASE64.finditer(text):
-        token = match.group()
+        token = match.group().translate(_BASE64_URL)
         try:
             decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=False)
         except (binascii.Error, ValueError):
             continue
-        if decoded and sum(32 <= b < 127 for b in decoded) / len(decoded) > 0.9:
-            readings.append(decoded.decode("ascii", "ignore"))
+        if (reading := _printable(decoded)) is not None:
+            yield reading
+    for match in _BASE32.finditer(text):
+        token = match.group().rstrip("=")
+        try:
+            decoded = base64.b32decode(token + "=" * (-len(token) % 8))
+        except (binascii.Error, ValueError):
+            continue
+        if (reading := _printable(decoded)) is not None:
+            yield reading
+    for match in itertools.islice(_BASE85.finditer(text), _MOST_BASE85_TOKENS):
+        token = match.group()
+        decoders = (
+            [lambda t: base64.a85decode(t, adobe=True)]
+            if token.startswith("<~")
+            else [base64.a85decode, base64.b85decode]
+        )
+        for decode in decoders:
+            try:
+                decoded = decode(token.encode())
+            except (binascii.Error, ValueError):
+                continue
+            if (reading := _printable(decoded)) is not None:
+                yield reading
+
+
+def _morse(text: str) -> str:
+    words = re.split(r"\s*/\s*|\s{2,}", text.strip())
+    return " ".join(
+        "".join(_MORSE_LETTERS.get(letter, "") for letter in word.split()) for word in words
+    )
+
+
+def _braille(text: str) -> str:
+    letters: list[str] = []
+    capital = number = False
+    for char in text:
+        if char == "\u2820":
+            capital = True
+        elif char == "\u283c":
+            number = True
+        elif char == " ":
+            letters.append(" ")
+            number = False
+        elif (letter := _BRAILLE_LETTERS.get(char)) is not None:
+            if number and letter in _BRAILLE_DIGITS:
+                letter = _BRAILLE_DIGITS[letter]
+            letters.append(letter.upper() if capital else letter)
+            capital = False
+    return "".join(letters)
+
+
+def _decodings(text: str) -> list[str]:
+    """Plain-text readings of payloads hidden in ``text``: each is looked at only for a
+    cue that ``text`` does not show in plain sight (``_revealing``), so a reading of
+    ordinary data as an encoding (a hash as base85, a word as Atbash) costs its decoding
+    and nothing else."""
+    readings = [codecs.decode(text, "rot13"), text[::-1], text.translate(_ATBASH)]
+    if (leet := text.translate(_LEET)) != text:
+        readings.append(leet)
+    if (respelled := _respelled(text)) != text:
+        readings.append(respelled)
+    readings.extend(_base_readings(text))
+    if len(_QUOTED_BYTES.findall(text)) >= _MIN_QUOTED_BYTES:
+        readings.append(urllib.parse.unquote(text))
+        readings.append(quopri.decodestring(text.encode()).decode("utf-8", "ignore"))
+    for match in _MORSE.finditer(text):
+        readings.append(_morse(match.group()))
+    for match in _BRAILLE.finditer(text):
+        readings.append(_braille(match.group()))
+    if len(_ZALGO.findall(text)) >= _MIN_ZALGO_MARKS:
+        readings.append(_ZALGO.sub("", text))
     for match in _HEX.finditer(text):
         try:
             readings.append(bytes.fromhex(re.sub(r"[\s:]", "", match.group())).decode())
