@@ -857,3 +857,36 @@ def test_line_comments_whose_slashes_ocr_read_as_i_are_comments() -> None:
     # "//" read as "I/", glued to the comment's first word as often as not
     assert code_score(OCR_GLUED_SLASHES).score >= 0.5, code_score(OCR_GLUED_SLASHES)
     assert code_score("I/O errors are retried three times before the job fails.\n").score < 0.5
+
+
+# OCR dropped each docstring's closing quotes, alone on their line: the second docstring's
+# opening quotes then closed the first, muting the code between them, and its own lines
+# counted as prose
+OCR_LOST_DOCSTRING_CLOSER = '''def rows(table, limit):
+"""Return the first rows of the table, at most limit of them.
+The rows come back as dictionaries keyed by column name, in the order
+the database returns them, which is the order of the primary key.
+return list(table.select().limit(limit))
+def header(table, quoting):
+"""Return the column names joined by commas, for the first line of
+a file the export writes; quoting is left to the writer, which knows
+which of the names hold a comma and must be put between quotes, and
+which do not; the writer also decides what a missing name becomes.
+names = [column.name for column in table.columns]
+return ",".join(quoting(name) for name in names)
+'''
+
+
+def test_docstrings_whose_closing_quotes_ocr_dropped_do_not_hide_the_code() -> None:
+    assert code_score(OCR_LOST_DOCSTRING_CLOSER).score >= 0.5, code_score(OCR_LOST_DOCSTRING_CLOSER)
+    # a closer that ends a later line still holds the code-like lines before it in the
+    # comment: commented-out code stays a comment
+    commented_out = (
+        "The export job writes one file a table, as described below.\n/*\n"
+        "names = [column.name for column in table.columns]\n"
+        'line = ",".join(quoting(name) for name in names)\n'
+        'stream.write(line + "\\n")\n'
+        "return len(names)\n*/\n"
+        "Each file is named after its table and written to the export folder.\n"
+    )
+    assert code_score(commented_out).score < 0.5, code_score(commented_out)

@@ -460,10 +460,21 @@ def _continued_stars(lines: list[str]) -> bool:
     return False
 
 
-def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[float, bool]:
-    """``code_score``'s weighted sum over the screen's lines, and whether a block comment
-    opened on the screen was still open at its end. Without ``follow_blocks`` only a
-    block the screen begins inside is followed; an opener mutes its own line alone."""
+def _strong(line: str) -> bool:
+    """Whether ``line`` shows two code cues or more (the line model's counting as one)."""
+    return _line_cues(line) + (line_code_probability(line) >= LINE_MODEL_THRESHOLD) >= 2
+
+
+def _weigh(
+    screen: list[tuple[str, bool]], *, follow_blocks: bool, end_at_code: bool = False
+) -> tuple[float, bool, bool]:
+    """``code_score``'s weighted sum over the screen's lines, whether a block comment
+    opened on the screen was still open at its end, and whether any line was inside one.
+    Without ``follow_blocks`` only a block the screen begins inside is followed; an opener
+    mutes its own line alone. With ``end_at_code`` a block whose closer ends no later line
+    ends before a line with two code cues or more: OCR drops a docstring's closing quotes
+    alone on their line, and the next docstring's opening quotes then closed the block
+    instead, muting the code between them."""
     lines = [line for line, _ in screen]
     code_lines = strong_lines = prose_lines = mute_lines = 0
     # the end of the block comment the lines are in; a screen may begin inside one
@@ -475,9 +486,16 @@ def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[floa
         line.lstrip().startswith("/*") or line.rstrip().endswith("*/") for line in lines
     ) or _continued_stars(lines)
     previous = ""
-    for line, prompted in screen:
-        if closer is not None:
+    inside = False
+    for index, (line, prompted) in enumerate(screen):
+        if closer is not None and not (
+            end_at_code
+            and not (starred and _STARRED.match(line))
+            and _strong(line)
+            and not any(later.rstrip().endswith(closer) for later in lines[index:])
+        ):
             mute_lines += 1
+            inside = True
             closer = None if closer in line else closer
             continue
         opened = _opened_block(line, previous)
@@ -507,7 +525,7 @@ def _weigh(screen: list[tuple[str, bool]], *, follow_blocks: bool) -> tuple[floa
         + 0.15 * strong_lines / counted
         - 0.4 * prose_lines / counted
     )
-    return score, closer is not None
+    return score, closer is not None, inside
 
 
 def code_score(text: str) -> CodeScore:
@@ -518,18 +536,22 @@ def code_score(text: str) -> CodeScore:
     share of sentence-like lines. The shares are of the lines that say something either
     way: comment lines (a block comment's or a block string's on every line up to its end),
     and lines too short for the line model without a cue, are left out. A block that
-    opens on the screen and never closes is also weighed as closed at once, and the
-    higher of the two scores is kept.
+    opens on the screen and never closes is also weighed as closed at once, and a screen
+    with a block also as if each block whose closer ends no later line ended before its
+    first line of clear code; the highest of the scores is kept.
     """
     screen = screen_lines(text)
     if not screen:
         return CodeScore(0.0, None, 0)
     lines = [line for line, _ in screen]
-    score, unclosed = _weigh(screen, follow_blocks=True)
+    score, unclosed, inside = _weigh(screen, follow_blocks=True)
     if unclosed:
         # a block opened on the screen never closed: OCR often drops a closer (``*)``
         # read as ``*``), and the code after it then counted for nothing
         score = max(score, _weigh(screen, follow_blocks=False)[0])
+    if inside:
+        # or it closed only where the next block opened, the code between them muted
+        score = max(score, _weigh(screen, follow_blocks=True, end_at_code=True)[0])
     body = "\n".join(lines)
     score = round(min(1.0, max(0.0, score)), 3)
     language = _language(body[:_LANGUAGE_SAMPLE]) if score >= _LANGUAGE_FLOOR else None
