@@ -890,3 +890,21 @@ def test_docstrings_whose_closing_quotes_ocr_dropped_do_not_hide_the_code() -> N
         "Each file is named after its table and written to the export folder.\n"
     )
     assert code_score(commented_out).score < 0.5, code_score(commented_out)
+
+
+# Erlang's comments as its sources often write them, the marks glued to the words
+ERLANG_GLUED_COMMENTS = """%%%CopyrightBegin%
+%%%Licensed to the project under the terms of the Apache License, Version 2.0;
+%%%you may not use this file except in compliance with the License, which
+%%%says what you may and may not do with it, and under which conditions.
+%%%CopyrightEnd%
+-module(queue_sup).
+%%%API
+-export([start_link/1]).
+%%%Supervisor callbacks
+-export([init/1]).
+"""
+
+
+def test_percent_comments_glued_to_their_words_are_comments() -> None:
+    assert code_score(ERLANG_GLUED_COMMENTS).score >= 0.5, code_score(ERLANG_GLUED_COMMENTS)

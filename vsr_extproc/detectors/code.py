@@ -191,9 +191,10 @@ LINE_MODEL_THRESHOLD = 0.9
 _SHAPE_CHARS = 160  # of a line's shape: enough to tell code from prose, bounded cost
 _MIN_SHAPE = 3
 # a comment's opening mark, in the languages that have one of these: the line is prose
-# inside code (a bullet "- " or "* " is not among them: lists are prose outside code too)
+# inside code (a bullet "- " or "* " is not among them: lists are prose outside code too);
+# Erlang's, LaTeX's and MATLAB's ``%%`` glued to its text (``%%%API``) too
 _COMMENT = re.compile(
-    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%+\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
+    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
     # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``//`` as ``I/``
     # (glued to the comment's first word too: ``I/does``), ``%%`` as ``8%``,
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)
