@@ -220,6 +220,7 @@ _STARRED_TAG = re.compile(r"^\s*[*米]\s*@[a-z]+\b")
 _STARRED_GOING_ON = re.compile(r"^\s*[*米]\s*[a-z]+,?\s+[A-Za-z]")
 # Python's (and others') block strings: a docstring's lines read like prose
 _BLOCK_STRINGS = ('"""', "'''")
+_CLOSERS = frozenset([*(closer for _, closer in _BLOCK_COMMENTS), *_BLOCK_STRINGS])
 _STRING_PREFIX = re.compile(r"\s*[rRbBuUfF]{0,2}")  # what may stand before a string's quotes
 _TOKEN = re.compile(r"[^\W\d_]\w*|\d+|\s+|.")
 # English function words: a line made of them is a sentence, in any layout
@@ -488,12 +489,20 @@ def _weigh(
     ) or _continued_stars(lines)
     previous = ""
     inside = False
+    # the last line each closer ends (looked up, not searched for from every line: a
+    # screen of commented-out code would cost the square of its lines)
+    last_end = {
+        mark: index
+        for index, line in enumerate(lines)
+        for mark in _CLOSERS
+        if end_at_code and line.rstrip().endswith(mark)
+    }
     for index, (line, prompted) in enumerate(screen):
         if closer is not None and not (
             end_at_code
             and not (starred and _STARRED.match(line))
+            and last_end.get(closer, -1) < index
             and _strong(line)
-            and not any(later.rstrip().endswith(closer) for later in lines[index:])
         ):
             mute_lines += 1
             inside = True
