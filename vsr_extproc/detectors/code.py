@@ -462,9 +462,11 @@ def _continued_stars(lines: list[str]) -> bool:
     return False
 
 
-def _strong(line: str) -> bool:
-    """Whether ``line`` shows two code cues or more (the line model's counting as one)."""
-    return _line_cues(line) + (line_code_probability(line) >= LINE_MODEL_THRESHOLD) >= 2
+def _cues_and_likelihood(line: str, prompted: bool = False) -> tuple[int, float]:
+    """``line``'s code cues (a prompt before it, and the line model's verdict when it is
+    sure, each counting as one) and the line model's probability."""
+    likely = line_code_probability(line)
+    return _line_cues(line) + prompted + (likely >= LINE_MODEL_THRESHOLD), likely
 
 
 def _weigh(
@@ -502,7 +504,7 @@ def _weigh(
             end_at_code
             and not (starred and _STARRED.match(line))
             and last_end.get(closer, -1) < index
-            and _strong(line)
+            and _cues_and_likelihood(line)[0] >= 2
         ):
             mute_lines += 1
             inside = True
@@ -515,9 +517,7 @@ def _weigh(
             mute_lines += 1  # a comment is prose in code: it says nothing either way
             continue
         uncommented.append(line)
-        cues = _line_cues(line) + prompted
-        likely = line_code_probability(line)
-        cues += likely >= LINE_MODEL_THRESHOLD
+        cues, likely = _cues_and_likelihood(line, prompted)
         if _is_prose_line(line, cues):
             prose_lines += 1
         elif cues:

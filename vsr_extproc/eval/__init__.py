@@ -303,7 +303,7 @@ def jailbreak_scores(
     (``signals.orders``), as are those of the material a user's message quotes; a user's
     own words are not data (``read_as_data``)."""
     from vsr_extproc.core.request import Role
-    from vsr_extproc.signals.jailbreak import read_as_data, with_hidden_payloads
+    from vsr_extproc.signals.jailbreak import texts_read
     from vsr_extproc.signals.orders import data_clauses, first_read
     from vsr_extproc.signals.texts import as_seen
 
@@ -311,8 +311,8 @@ def jailbreak_scores(
     scores = []
     for index, text in enumerate(map(as_seen, texts)):
         tool = models.users_are_data or (channels is not None and channels[index] == "tool")
-        scored = with_hidden_payloads([text])
-        data = read_as_data(scored, [Role.TOOL if tool else Role.USER])
+        # the signal's own reading: what is scored, and which of it is read as data
+        scored, data = texts_read([text], [Role.TOOL if tool else Role.USER], models.users_are_data)
         chunk_texts, vectors, of_chunk = _chunked(models, scored)
         in_data = [data[owner] for owner in of_chunk]
         wording = model.wording_scores(chunk_texts, in_data)

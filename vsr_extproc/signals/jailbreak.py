@@ -428,9 +428,7 @@ def _base_readings(text: str) -> Iterator[str]:
     for match in itertools.islice(_BASE85.finditer(text), _MOST_BASE85_TOKENS):
         token = match.group()
         decoders = (
-            [lambda t: base64.a85decode(t, adobe=True)]
-            if token.startswith("<~")
-            else [base64.a85decode, base64.b85decode]
+            [_adobe85decode] if token.startswith("<~") else [base64.a85decode, base64.b85decode]
         )
         for decode in decoders:
             try:
@@ -439,6 +437,10 @@ def _base_readings(text: str) -> Iterator[str]:
                 continue
             if (reading := _printable(decoded)) is not None:
                 yield reading
+
+
+def _adobe85decode(token: bytes) -> bytes:
+    return base64.a85decode(token, adobe=True)
 
 
 def _morse(text: str) -> str:
@@ -1148,7 +1150,7 @@ class JailbreakSignal(AsyncSignal):
         if not reading.texts:
             return Outcome(False, 0.0, {"chunks": 0})
         texts, data = await run_cpu(
-            _texts_read, reading.texts, reading.roles, self.users_are_data, owner=evaluation
+            texts_read, reading.texts, reading.roles, self.users_are_data, owner=evaluation
         )
         # the wording half of the score runs while the embeddings are computed
         wording = asyncio.ensure_future(self._wording(texts, data, evaluation))
@@ -1282,7 +1284,7 @@ class JailbreakSignal(AsyncSignal):
         return pieces, in_data, first
 
 
-def _texts_read(
+def texts_read(
     texts: Sequence[str], roles: Sequence[Role], users_are_data: bool
 ) -> tuple[list[str], list[bool]]:
     """The texts the signal scores (``with_hidden_payloads``) and whether each is read as
