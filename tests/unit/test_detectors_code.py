@@ -916,3 +916,63 @@ ERLANG_GLUED_COMMENTS = """%%%CopyrightBegin%
 
 def test_percent_comments_glued_to_their_words_are_comments() -> None:
     assert code_score(ERLANG_GLUED_COMMENTS).score >= 0.5, code_score(ERLANG_GLUED_COMMENTS)
+
+
+GO_STRUCT = """type Options struct {
+\t// Addr is the address the server listens on, host and port.
+\tAddr string
+
+\t// Timeout bounds each request, reading the body included.
+\tTimeout time.Duration
+
+\t// Verbose logs every request line to standard error.
+\tVerbose bool
+
+\t// Retries is how often a failed upstream call is tried again.
+\tRetries int
+
+\t// Output receives the log lines; standard error when nil.
+\tOutput io.Writer
+"""
+
+SHELL_CASE = """        --config | --rc-file)
+            _filedir conf
+            return
+            ;;
+        --help | --version | --quiet | --dry-run | --no-color | --force | \\
+            --all | --recursive | --follow | --one-file-system | --stats)
+            return
+            ;;
+        --output | --cache-dir | --state-dir | --log-dir | --spool-dir | \\
+            --socket | --pid-file | --lock-file | --run-dir | --tmp-dir)
+            _filedir
+            return
+            ;;
+        --width | --height | --depth | --limit | --retries | --timeout | \\
+            --delay | --interval | --jobs | --threads | --port | --priority | \\
+            --level | --offset | --count | --size | --scale | --speed)
+            return
+            ;;
+"""
+
+OPTIONS_IN_PROSE = """Running the tool
+
+The tool reads its settings from the file named by --config and writes a report.
+Pass -v once for more detail and twice for every request the tool makes on the way.
+With --dry-run it prints what it would change but leaves every file as it was.
+The --force option overwrites a report that already exists in the output folder.
+Use --quiet in scripts: only errors are printed, and the exit status says the rest.
+"""
+
+
+def test_a_structs_typed_fields_between_comments_read_as_code() -> None:
+    # every field is a name and a type alone on its line, each under its comment
+    assert code_score(GO_STRUCT.expandtabs(4).split("\n", 1)[1]).score >= 0.5
+    assert code_score("The string\nA kite string\nMy bool").score < 0.5
+
+
+def test_a_shell_case_of_options_reads_as_code() -> None:
+    # options joined by ``|`` are not words of prose, ``;;`` alone ends a branch, and a
+    # line ending in a backslash goes on on the next
+    assert code_score(SHELL_CASE).score >= 0.5, code_score(SHELL_CASE)
+    assert code_score(OPTIONS_IN_PROSE).score < 0.5, code_score(OPTIONS_IN_PROSE)

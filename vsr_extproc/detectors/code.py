@@ -90,6 +90,8 @@ _LINE_CUES = tuple(
         r"</?[a-z][a-z0-9]*(?:\s[^<>]*)?>",
         # diffs and tracebacks, which screenshots of code often are
         r"^\s*(?:export|set|setx|alias)\s+\w+=",
+        # a line continued on the next: shell, C macros, Python
+        r"\s\\$",
         # Ruby, Lua, Elixir, Scala, Perl and shell, whose blocks end in words, not braces
         r"^\s*(?:end|fi|done|esac|then|do|else)\s*$",
         r"^\s*(?:local\s+(?:function\b|[\w, ]+=)|(?:lazy\s+)?val\s+\w+\s*(?::[^=]+)?=)",
@@ -102,7 +104,15 @@ _LINE_CUES = tuple(
         # names only code writes: camelCase, snake_case, :atoms, $variables, @fields;
         # Scala 3 and Lua block ends; Lisp, SQL, Haskell and Lua comments
         r"(?<![\w.\-/])(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Za-z]+_[A-Za-z0-9_]+|[:$@][a-z_]\w*)\b",
-        r"^\s*end\b|^\s*(?:;;|--)\s",
+        # (``;;`` alone on its line: a shell ``case`` branch's end)
+        r"^\s*end\b|^\s*(?:;;(?:\s|$)|--\s)",
+        # a Go struct's field or a typed declaration: a name (or names) and a built-in or
+        # package-qualified type alone on the line (``DisableTimestamp bool``,
+        # ``Out io.Writer``), a tag or a comment after it
+        r"^\s*(?!(?i:the|a|an|my|your|his|her|its|our|their|this|that|no|one|some)\s)"
+        r"[A-Za-z_]\w*(?:,\s*\w+)*\s+(?:\*|\[\d*\]|map\[[\w.*]+\])*"
+        r"(?:u?int(?:8|16|32|64)?|float(?:32|64)|string|bool|byte|rune|uintptr|any"
+        r"|interface\{\}|chan\s+\w+|[a-z]\w*\.[A-Z]\w*)\s*(?:`[^`]*`)?\s*(?://.*)?$",
         # Lisps: Clojure, Scheme, Emacs Lisp
         r"^\s*\((?:defn-?|defmacro|defun|define|def|ns|let|fn|lambda|require|cond|when)\s",
         r"^(?:@@ -\d+(?:,\d+)? \+\d+|diff --git |index [0-9a-f]{7,}\.\.|--- a/|\+\+\+ b/)",
@@ -129,8 +139,8 @@ _PROMPT = re.compile(
 _MARGIN_SHARE = 0.5
 _COUNTED_RUN = 5  # adjacent lines numbered n, n+1, …: a gutter, whatever else the screen shows
 # a word of prose, in any script: not part of an identifier (snake_case, dotted.name, a
-# call)
-_WORD = re.compile(r"(?<![\w.])(?:[^\W\d_]|')+(?![\w(]|\.\w)")
+# call) nor a command's option (``-subfile``, ``--verbose``)
+_WORD = re.compile(r"(?<![\w.])(?<!(?<!\S)-)(?<!(?<!\S)--)(?:[^\W\d_]|')+(?![\w(]|\.\w)")
 # the characters of scripts written without spaces between words (Chinese, Japanese): a
 # line of them is a sentence, whatever ends it; code keeps them in its strings and comments
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

@@ -11,10 +11,15 @@ The files come from Debian packages that neither the line model's fit
 (``eval.codelines``) nor the image corpus reads: Ruby's standard library, two Rust
 crates, Lua's Penlight, Erlang/OTP's sources (with their Java interface), OCaml's
 standard library; and from two sources the line model was fitted on line by line but
-never as screens: Python's standard library and the machine's C headers. The packages are
-fetched once with ``apt-get download`` at the versions below (Debian 12), unpacked with
-``dpkg -x`` into ``$VSR_CORPORA/debian`` and never installed; the SHA-256 of each is
-printed. A machine without ``apt-get`` scores what it has.
+never as screens: Python's standard library and the machine's C headers. A second group
+(``MORE_SOURCES``, scored after the first so that its windows stay the same) adds five
+languages from other packages: shell (bash-completion's completions), Perl's standard
+library, JavaScript (Express and Commander), PHP (Guzzle and Symfony's console) and Go
+(Cobra and Logrus). The packages are fetched once each with ``apt-get download`` at the
+versions below (Debian 12), unpacked with ``dpkg -x`` into ``$VSR_CORPORA/debian`` and
+never installed; the SHA-256 of each is printed. A package that cannot be fetched (a
+point release replaces versions on the mirrors) is named and its language scores what
+the machine has.
 
 ``--ocr N`` also draws N windows of each language as screenshots, the way the image
 corpus draws its code (its ``dev`` styles), and reads them with the OCR engine: what OCR
@@ -46,6 +51,14 @@ PACKAGES = {
     "lua-penlight": "1.13.1-3",
     "erlang-src": "1:25.2.3+dfsg-1+deb12u4",
     "ocaml": "4.13.1-4",
+    "bash-completion": "1:2.11-6",
+    "perl-modules-5.36": "5.36.0-7+deb12u3",
+    "node-express": "4.18.2+~4.17.14-1",
+    "node-commander": "9.4.1-1",
+    "php-guzzlehttp-guzzle": "7.4.5-1",
+    "php-symfony-console": "5.4.53+dfsg-0+deb12u1",
+    "golang-github-spf13-cobra-dev": "1.6.1-1",
+    "golang-github-sirupsen-logrus-dev": "1.9.0-1",
 }
 # language -> files, under the unpacked packages ("{root}") or on the machine
 SOURCES = {
@@ -57,6 +70,13 @@ SOURCES = {
     "ocaml": "{root}/usr/lib/ocaml/**/*.ml",
     "python": "/usr/lib/python3.11/**/*.py",
     "c": "/usr/include/**/*.h",
+}
+MORE_SOURCES = {
+    "shell": "{root}/usr/share/bash-completion/completions/*",
+    "perl": "{root}/usr/share/perl/5.36/**/*.pm",
+    "javascript": "{root}/usr/share/nodejs/**/*.js",
+    "php": "{root}/usr/share/php/**/*.php",
+    "go": "{root}/usr/share/gocode/src/**/*.go",
 }
 # text that is mostly not code, though READMEs and package descriptions often show some
 NOT_CODE = {
@@ -73,32 +93,41 @@ SEED = 9
 
 
 def unpacked(folder: Path) -> Path:
-    """The pinned packages unpacked under ``folder`` (fetched the first time)."""
+    """The pinned packages unpacked under ``folder`` (each fetched the first time)."""
     root = folder / "root"
-    done = root / ".complete"
-    if done.exists():
+    fetched = root / ".fetched"
+    missing = [
+        (name, version)
+        for name, version in PACKAGES.items()
+        if not (fetched / f"{name}={version.replace(':', '%')}").exists()
+    ]
+    if not missing:
         return root
     if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
         print("apt-get or dpkg missing: scoring only what this machine has", file=sys.stderr)
         return root
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="vsr-debs-") as tmp:
-        wanted = [f"{name}={version}" for name, version in PACKAGES.items()]
-        try:
-            subprocess.run(["apt-get", "download", *wanted], cwd=tmp, check=True)
-        except subprocess.CalledProcessError:
-            # a point release replaces a version on the mirrors: say which, score the rest
-            print(
-                f"the pinned Debian packages could not all be fetched ({', '.join(wanted)}):"
-                " scoring only what this machine has",
-                file=sys.stderr,
-            )
-            return root
-        for deb in sorted(Path(tmp).glob("*.deb")):
-            digest = hashlib.sha256(deb.read_bytes()).hexdigest()
-            print(f"  {deb.name}  sha256 {digest}", file=sys.stderr)
-            subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
-    done.touch()
+    fetched.mkdir(parents=True, exist_ok=True)
+    for name, version in missing:
+        with tempfile.TemporaryDirectory(prefix="vsr-debs-") as tmp:
+            try:
+                subprocess.run(
+                    ["apt-get", "download", f"{name}={version}"],
+                    cwd=tmp,
+                    check=True,
+                    capture_output=True,
+                )
+            except subprocess.CalledProcessError:
+                print(
+                    f"{name}={version} could not be fetched: its language scores only what"
+                    " this machine has",
+                    file=sys.stderr,
+                )
+                continue
+            for deb in sorted(Path(tmp).glob("*.deb")):
+                digest = hashlib.sha256(deb.read_bytes()).hexdigest()
+                print(f"  {deb.name}  sha256 {digest}", file=sys.stderr)
+                subprocess.run(["dpkg", "-x", str(deb), str(root)], check=True)
+        (fetched / f"{name}={version.replace(':', '%')}").touch()
     return root
 
 
@@ -147,6 +176,10 @@ def through_ocr(root: Path, site: Path, per_language: int, seed: int) -> None:
             {language: pattern.format(root=root) for language, pattern in SOURCES.items()},
         ),
         ("not code", {kind: pattern.format(site=site) for kind, pattern in NOT_CODE.items()}),
+        (
+            "language",
+            {language: pattern.format(root=root) for language, pattern in MORE_SOURCES.items()},
+        ),
     ]
     for title, patterns in groups:
         print(f"\n{title:<10}{'drawn text':>12}{'OCR':>10}")
@@ -159,7 +192,7 @@ def through_ocr(root: Path, site: Path, per_language: int, seed: int) -> None:
                 lines = text.splitlines()[: rng.randint(15, 45)]
                 d = imagegen.Draw("dev", f"deb-{language}", index)
                 variant = d.rng.choice(["editor", "editor", "ide", "terminal", "diff", "notebook"])
-                shown = language if language in SOURCES else "text"
+                shown = language if language in SOURCES or language in MORE_SOURCES else "text"
                 image = imagegen.code_screen(d, shown, Path(path).name, lines, start, variant)
                 decoded = decode_image(imagegen._png(image))
                 result = engine.read(decoded.image, orientation=decoded.exif_orientation)
@@ -169,6 +202,31 @@ def through_ocr(root: Path, site: Path, per_language: int, seed: int) -> None:
             totals = [totals[0] + drawn, totals[1] + read, totals[2] + count]
             print(f"{language:<10}{drawn:>8}/{count:<3}{read:>6}/{count:<3}")
         print(f"{'all':<10}{totals[0]:>8}/{totals[2]:<3}{totals[1]:>6}/{totals[2]:<3}")
+
+
+def _print_languages(
+    sources: dict[str, str],
+    root: Path,
+    rng: random.Random,
+    list_misses: bool,
+) -> None:
+    """Print the share of each language's windows that reads as code (and every miss)."""
+    found = total = 0
+    misses: list[tuple[str, float, str, int]] = []
+    print(f"{'language':<10}{'code':>12}")
+    for language, pattern in sources.items():
+        scored = _scored(pattern.format(root=root), rng)
+        if not scored:
+            print(f"{language:<10}{'(no files)':>12}")
+            continue
+        hits = sum(score >= 0.5 for score, _, _ in scored)
+        found, total = found + hits, total + len(scored)
+        misses += [(language, *miss) for miss in scored if miss[0] < 0.5]
+        print(f"{language:<10}{hits:>5}/{len(scored):<4} {hits / len(scored):.3f}")
+    print(f"{'all':<10}{found:>5}/{total:<4} {found / max(total, 1):.3f}")
+    if list_misses:
+        for language, score, path, start in misses:
+            print(f"  {score:.3f} {language} {path}:{start + 1}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,22 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = unpacked(corpora_dir() / "debian")
     rng = random.Random(SEED)
-    found = total = 0
-    misses = []
-    print(f"{'language':<10}{'code':>12}")
-    for language, pattern in SOURCES.items():
-        scored = _scored(pattern.format(root=root), rng)
-        if not scored:
-            print(f"{language:<10}{'(no files)':>12}")
-            continue
-        hits = sum(score >= 0.5 for score, _, _ in scored)
-        found, total = found + hits, total + len(scored)
-        misses += [(language, *miss) for miss in scored if miss[0] < 0.5]
-        print(f"{language:<10}{hits:>5}/{len(scored):<4} {hits / len(scored):.3f}")
-    print(f"{'all':<10}{found:>5}/{total:<4} {found / max(total, 1):.3f}")
-    if args.misses:
-        for language, score, path, start in misses:
-            print(f"  {score:.3f} {language} {path}:{start + 1}")
+    _print_languages(SOURCES, root, rng, args.misses)
     site = Path(sysconfig.get_paths()["purelib"])
     print(f"\n{'not code':<10}{'read as code':>16}")
     for kind, pattern in NOT_CODE.items():
@@ -211,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.misses:
             for score, path, start in alarms:
                 print(f"  {score:.3f} {kind} {path}:{start + 1}")
+    print()
+    _print_languages(MORE_SOURCES, root, rng, args.misses)
     if args.ocr:
         through_ocr(root, site, args.ocr, args.ocr_seed)
     return 0
