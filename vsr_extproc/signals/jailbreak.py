@@ -70,6 +70,7 @@ from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
+from vsr_extproc.signals.crosslingual import CrossLingualModel, ui_messages
 from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read, pasted_spans
 from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
@@ -592,12 +593,31 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     benign.extend(
         orjson.loads(line)["text"] for line in PII_MESSAGES.read_bytes().splitlines() if line
     )
+    benign.extend(_code_windows())
+    return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+
+
+@cache
+def _code_windows() -> tuple[str, ...]:
+    """The source files' windows of ``banks/jailbreak_code.jsonl``, and lines of them alone."""
+    found: list[str] = []
     for line in CODE.read_bytes().splitlines():
         if line:
             window = orjson.loads(line)["text"]
-            benign.append(window)
-            benign.extend(_lines_alone(window))
-    return tuple(dict.fromkeys(attacks)), tuple(dict.fromkeys(benign))
+            found.append(window)
+            found.extend(_lines_alone(window))
+    return tuple(found)
+
+
+def crosslingual_bank(
+    attacks: tuple[str, ...], benign: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The exemplars of the multilingual reading (``signals.crosslingual``): the attacks,
+    the benign texts but source code (which that reading never scores: it reads prose) and
+    software's own messages (``banks/ui_messages.jsonl``)."""
+    code = frozenset(_code_windows())
+    prose = tuple(text for text in benign if text not in code)
+    return attacks, tuple(dict.fromkeys((*prose, *ui_messages())))
 
 
 @cache
@@ -1115,6 +1135,11 @@ class JailbreakEntry(AsyncSignalEntry):
         description="score the imperative clauses of tool results, and of material pasted "
         "into a user's message, as orders slipped to the agent (signals/orders.py)",
     )
+    other_languages: bool = Field(
+        default=True,
+        description="also read text in other languages with a multilingual sentence model "
+        "(signals/crosslingual.py; needs requirements/multilingual.txt, else English only)",
+    )
     user_messages: Literal["own_words", "data"] = Field(
         default="own_words",
         description="own_words: a user's message is the user speaking (\"Note to the AI: "
@@ -1134,8 +1159,10 @@ class JailbreakSignal(AsyncSignal):
         model: JailbreakModel,
         budget: ReadingBudget,
         orders: OrderModel | None = None,
+        crosslingual: CrossLingualModel | None = None,
     ) -> None:
         self.name = entry.name
+        self.crosslingual = crosslingual
         self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.threshold = entry.threshold
@@ -1174,6 +1201,12 @@ class JailbreakSignal(AsyncSignal):
             np.maximum.at(probabilities, own.owners, scores)
         order_owners, order_scores, report = await orders
         np.maximum.at(probabilities, order_owners, order_scores)
+        if self.crosslingual is not None:
+            # chunks in another language, read again with the multilingual model
+            chosen, scores = await run_cpu(self.crosslingual.chunk_scores, pieces, owner=evaluation)
+            np.maximum.at(probabilities, chosen, scores)
+            if chosen:
+                report["other_language_chunks"] = len(chosen)
         riskiest = int(np.argmax(probabilities))
         score = float(probabilities[riskiest])
         value = {
@@ -1307,7 +1340,26 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
             ("order-model", id(embedder), orders_bank()),
             lambda: OrderModel.fit(embedder.encoder, *orders_bank()),
         )
-    return JailbreakSignal(entry, embedder, model, reading_budget(resources), orders)
+    crosslingual = crosslingual_model(resources, attacks, benign) if entry.other_languages else None
+    return JailbreakSignal(entry, embedder, model, reading_budget(resources), orders, crosslingual)
+
+
+def crosslingual_model(
+    resources: Resources, attacks: tuple[str, ...], benign: tuple[str, ...]
+) -> CrossLingualModel | None:
+    """The multilingual reading's model for this bank, or ``None`` where the multilingual
+    sentence model is not installed."""
+    from vsr_extproc.runtime.multilingual import multilingual_encoder
+
+    encoder = multilingual_encoder()
+    if encoder is None:
+        return None
+    model: CrossLingualModel = resources.get(
+        ("crosslingual-model", attacks, benign),
+        lambda: CrossLingualModel.fit(encoder, *crosslingual_bank(attacks, benign)),
+        runtime=("embedding", "use-multilingual-v3"),
+    )
+    return model
 
 
 FAMILY = SignalFamily(

