@@ -7,10 +7,17 @@ content, never by the content itself.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -19,6 +26,32 @@ V = TypeVar("V")
 def text_key(text: str) -> bytes:
     """A 16-byte digest of ``text`` (lone surrogates included) to key a cache by."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def kept_bank(
+    model: str, texts: Sequence[str], width: int, embed: Callable[[], npt.NDArray[np.float32]]
+) -> npt.NDArray[np.float32]:
+    """A bank's embeddings (``embed()``: one row of ``width`` per text), kept on disk
+    (``$VSR_CACHE_DIR``, default ``~/.cache/vsr-extproc``) under ``model`` (a digest of the
+    model's identity and weights) and a digest of the texts: a process that compiles the
+    same bank with the same model reads them back instead of computing them. A cache that
+    cannot be read or written is skipped."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
+    folder = Path(os.environ.get("VSR_CACHE_DIR", Path.home() / ".cache" / "vsr-extproc"))
+    path = folder / "banks" / model / f"{digest.hexdigest()[:32]}.npy"
+    with contextlib.suppress(OSError, ValueError):
+        cached: npt.NDArray[np.float32] = np.load(path, allow_pickle=False)
+        if cached.shape == (len(texts), width):
+            return cached
+    rows = embed()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
+        np.save(partial, rows, allow_pickle=False)
+        partial.replace(path)
+    return rows
 
 
 class LruCache(Generic[K, V]):

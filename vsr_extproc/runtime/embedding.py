@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import sys
 import tempfile
 import warnings
@@ -44,7 +43,7 @@ import torch
 
 from vsr_extproc.errors import ModelUnavailable
 from vsr_extproc.runtime.batcher import MicroBatcher
-from vsr_extproc.runtime.cache import LruCache, text_key
+from vsr_extproc.runtime.cache import LruCache, kept_bank, text_key
 
 Precision = Literal["fp32", "bf16", "int8"]
 Runtime = Literal["torch", "onnxruntime"]
@@ -183,18 +182,7 @@ class TextEncoder:
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        path = self._bank_path(texts)
-        with contextlib.suppress(OSError, ValueError):
-            cached: FloatArray = np.load(path, allow_pickle=False)
-            if cached.shape == (len(texts), self.dimension):
-                return cached
-        rows = self._embed_each(texts)
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(partial, rows, allow_pickle=False)
-            partial.replace(path)
-        return rows
+        return kept_bank(self.fingerprint, texts, self.dimension, lambda: self._embed_each(texts))
 
     def _embed_each(self, texts: Sequence[str]) -> FloatArray:
         # one text per forward pass, as the serving path embeds it: a dynamically
@@ -218,13 +206,6 @@ class TextEncoder:
             digest.update(np.round(probe, 4).tobytes())
             self._fingerprint = digest.hexdigest()[:24]
         return self._fingerprint
-
-    def _bank_path(self, texts: Sequence[str]) -> Path:
-        digest = hashlib.sha256()
-        for text in texts:
-            digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
-        folder = Path(os.environ.get("VSR_CACHE_DIR", Path.home() / ".cache" / "vsr-extproc"))
-        return folder / "banks" / self.fingerprint / f"{digest.hexdigest()[:32]}.npy"
 
     def _with_specials(self, ids: tuple[int, ...]) -> list[int]:
         row = list(ids)

@@ -19,17 +19,16 @@ sentence).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import threading
 from collections.abc import Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from vsr_extproc.runtime.cache import kept_bank
 
 DIMENSION = 512
 _PROBE = "A probe sentence that fingerprints the model's weights."
@@ -40,7 +39,9 @@ class MultilingualEncoder:
 
     def __init__(self, model: Any) -> None:
         self._model = model
-        self._lock = threading.Lock()  # the port keeps scratch state per call: one at a time
+        # a call limits numpy's BLAS threads process-wide while it runs (threadpoolctl):
+        # calls from two threads would undo each other's limit, so one runs at a time
+        self._lock = threading.Lock()
         probe = self.encode([_PROBE])[0]
         self.fingerprint = hashlib.sha256(np.round(probe, 4).tobytes()).hexdigest()[:16]
 
@@ -53,22 +54,8 @@ class MultilingualEncoder:
 
     def embed_bank(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """``encode``, kept on disk for the next process that compiles the same bank."""
-        digest = hashlib.sha256()
-        for text in texts:
-            digest.update(text.encode("utf-8", "surrogatepass") + b"\x00")
-        folder = Path(os.environ.get("VSR_CACHE_DIR", Path.home() / ".cache" / "vsr-extproc"))
-        path = folder / "banks" / f"usem3-{self.fingerprint}" / f"{digest.hexdigest()[:32]}.npy"
-        with contextlib.suppress(OSError, ValueError):
-            cached: npt.NDArray[np.float32] = np.load(path, allow_pickle=False)
-            if cached.shape == (len(texts), DIMENSION):
-                return cached
-        rows = self.encode(texts)
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(partial, rows, allow_pickle=False)
-            partial.replace(path)
-        return rows
+        model = f"usem3-{self.fingerprint}"
+        return kept_bank(model, texts, DIMENSION, lambda: self.encode(texts))
 
 
 @cache
