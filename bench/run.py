@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import os
 import random
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -147,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
             "\n== text decisions through the processor's gRPC service (demo config: domain, "
             "pii, jailbreak, safety, language and the rule signals; fresh prompts, one at a time)"
         )
-        for label, runs in text_decisions(args.samples).items():
+        timings = text_decisions(args.samples)
+        for label, runs in timings.items():
             print(describe(label, runs))
+        other = statistics.median(timings["500-token prompt, other languages"])
+        english = statistics.median(timings["500-token prompt"])
+        print(f"500 tokens in other languages vs in English, p50: {other / english:.2f}×")
         if args.only == "text":
             return 0
     if args.only in (None, "fairness"):
@@ -229,6 +234,25 @@ async def _chat_turns(
     return runs
 
 
+# ordinary requests in seven other languages, written for this benchmark
+_OTHER_LANGUAGES = (
+    "Geçen hafta sipariş ettiğim ürün hâlâ gelmedi, kargo numarası da çalışmıyor.",
+    "Bu raporu yarınki toplantı için üç maddede özetleyebilir misin?",
+    "Können Sie mir sagen, wann mein Paket ankommt? Die Sendungsnummer funktioniert nicht.",
+    "Bitte erkläre mir den Unterschied zwischen einer GmbH und einer Aktiengesellschaft.",
+    "¿Podrías ayudarme a escribir una carta de agradecimiento para mi profesora?",
+    "Quiero cambiar la fecha de mi reserva del hotel al próximo viernes.",
+    "我上周订购的商品还没有到，请帮我查一下订单的状态。",
+    "请把这段话翻译成英文，语气要正式一些。",
+    "هل يمكنك أن تشرح لي كيف أحسب الضريبة على دخلي الشهري؟",
+    "أريد تغيير موعد الطبيب إلى الأسبوع القادم من فضلك.",
+    "Подскажите, пожалуйста, как восстановить доступ к моему аккаунту.",
+    "Составь, пожалуйста, список покупок на неделю для семьи из четырёх человек.",
+    "来週の会議の議題を三つ考えてください。",
+    "この文章をもう少し丁寧な表現に直してもらえますか。",
+)
+
+
 _ERRANDS = (
     "Please send the signed form for order {n} to the front desk by Friday.",
     "Reply to this message to confirm booking {n}.",
@@ -300,6 +324,18 @@ def text_decisions(samples: int) -> dict[str, list[float]]:
                         if index >= 3:  # warm-up
                             runs.append(elapsed)
                     timings[f"{tokens}-token prompt"] = runs
+                # the same size in other languages: the jailbreak signal reads them again with
+                # its multilingual model (signals/crosslingual.py)
+                runs = []
+                for index in range(samples + 3):
+                    prompt = _prompt(rng, list(_OTHER_LANGUAGES), 500, tokenizer)
+                    body = orjson.dumps(
+                        {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
+                    )
+                    elapsed, _ = await decide_once(stub, body)
+                    if index >= 3:
+                        runs.append(elapsed)
+                timings["500-token prompt, other languages"] = runs
                 for tokens in (500, 2000):
                     timings[f"{tokens}-token chat, newest turn ~60"] = await _chat_turns(
                         stub, rng, sentences, tokens, tokenizer, samples
