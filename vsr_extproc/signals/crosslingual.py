@@ -5,10 +5,11 @@ embedding model (all-MiniLM-L6-v2) were learnt on English, and an instruction ov
 Turkish, Arabic or Chinese scores like any sentence it does not know (0.03–0.4 on
 garak-multilingual's payloads). A chunk written in another language (``other_language``)
 is therefore also read by a multilingual sentence model (``runtime.multilingual``), in
-whose space a sentence and its translation lie close: the chunk, and each of its
-sentences, is scored by how much nearer it lies to the bank's attack exemplars than to
-its benign ones (the mean cosine of the ``NEAREST`` nearest of each), and the request
-keeps the higher of the two readings.
+whose space a sentence and its translation lie close: the chunk (and, in a chunk of
+``ALONE_FROM`` sentences or more, each sentence alone: one order among friendly sentences
+is lost in their meaning) is scored by how much nearer it lies to the bank's attack
+exemplars than to its benign ones (the mean cosine of the ``NEAREST`` nearest of each),
+and the request keeps the higher of the two readings.
 
 The exemplars are the jailbreak bank's own, in English (its attacks; its benign look-alikes,
 requests and messages heavy with personal data, without the source-code windows, which
@@ -16,10 +17,10 @@ the gate keeps out), and the English messages of Django's catalogues whose trans
 lie in the public evaluation's ``dev`` split (``banks/ui_messages.jsonl``): software's own
 text about passwords, permissions and deleting, which a model that knows only attacks and
 chat takes for an attack in any language. ``MARGIN_AT_THRESHOLD`` and ``SLOPE`` put the
-margin on the jailbreak score's scale; both were chosen on ``dev`` (garak-multilingual's
-``dev`` payloads and Django's ``dev`` translations of messages the model never saw):
-the margin that flags 1 % of those translations reads as 0.7, the signal's default
-threshold.
+margin on the jailbreak score's scale: the margin that flags 1 % of ``dev``'s Django
+translations of messages the model never saw (half of ``dev``'s messages held out) reads
+as 0.7, the signal's default threshold, chosen with garak-multilingual's ``dev`` payloads
+in view; ``SLOPE`` was set, not fitted (a margin 0.05 higher reads 0.9).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ _NON_LATIN = re.compile(r"[^\W\d_A-Za-z\u00c0-\u024f\u1e00-\u1eff]")
 _TOKEN = re.compile(r"[\w'’-]+")
 _LETTERS_ONLY = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _CAPITALS = 4  # a run of capitals longer than this is no word of prose (a code, a key)
-# English's commonest words: English prose is about 40 % of them, other languages that
-# share the alphabet almost none ("in" and "a" are German and Spanish too)
+# English's commonest words: a sentence of English has several, other languages that share
+# the alphabet almost none ("in" and "a" are German and Spanish too)
 ENGLISH = frozenset(
     re.findall(
         r"\w+",
@@ -74,7 +75,8 @@ CODE = 0.3  # a text the code detector scores this high is not read as prose
 LATIN_LANGUAGES = ("en", "de", "es", "fr", "it", "nl", "pl", "pt", "tr")
 DETECTED = 0.5  # lingua's confidence that a Latin-script text is one of the others
 _DETECTED = 2000  # characters read by the detector: enough to tell, bounded cost
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？؟])\s*|\n+")
+# a sentence ends at a stop and a space, or at a stop of a script written without spaces
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？])\s*|\n+")
 
 
 def other_language(text: str) -> bool:
@@ -166,12 +168,12 @@ class CrossLingualModel:
         texts: list[str] = []
         owners: list[int] = []
         for place, index in enumerate(chosen):
-            # a long chunk's sentences alone too: one order among many sentences is
-            # diluted in the chunk's meaning (a message of one or two is its sentences)
             sentences = _sentences(chunks[index])
-            pieces = [chunks[index], *(sentences if len(sentences) >= ALONE_FROM else ())]
-            texts.extend(dict.fromkeys(pieces))
-            owners.extend([place] * len(dict.fromkeys(pieces)))
+            pieces = dict.fromkeys(
+                [chunks[index], *(sentences if len(sentences) >= ALONE_FROM else ())]
+            )
+            texts.extend(pieces)
+            owners.extend([place] * len(pieces))
         scores = np.zeros(len(chosen))
         if texts:
             np.maximum.at(scores, owners, self.probabilities(texts))

@@ -1186,6 +1186,12 @@ class JailbreakSignal(AsyncSignal):
         # a tool result's clauses are embedded while the wording and the closer look run
         orders = asyncio.ensure_future(self._orders_in_data(evaluation, texts, data, reading.roles))
         pieces, in_data, partial = await wording
+        # chunks in another language, read again with the multilingual model meanwhile
+        other = (
+            asyncio.ensure_future(run_cpu(self.crosslingual.chunk_scores, pieces, owner=evaluation))
+            if self.crosslingual is not None
+            else None
+        )
         probabilities = self.model.chunk_scores(vectors, pieces, partial)
         owners, sentences = self.model.closer_look(vectors, partial)
         if sentences:
@@ -1201,9 +1207,8 @@ class JailbreakSignal(AsyncSignal):
             np.maximum.at(probabilities, own.owners, scores)
         order_owners, order_scores, report = await orders
         np.maximum.at(probabilities, order_owners, order_scores)
-        if self.crosslingual is not None:
-            # chunks in another language, read again with the multilingual model
-            chosen, scores = await run_cpu(self.crosslingual.chunk_scores, pieces, owner=evaluation)
+        if other is not None:
+            chosen, scores = await other
             np.maximum.at(probabilities, chosen, scores)
             if chosen:
                 report["other_language_chunks"] = len(chosen)
