@@ -66,8 +66,12 @@ class _Graph:
         self.index()
 
     def scalar(self, name: str) -> float | None:
+        """The value of a constant of one element and at most one axis (a constant of
+        more axes could still widen the shape it is broadcast against)."""
         value = self.values.get(name)
-        return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+        if value is None or value.size != 1 or value.ndim > 1:
+            return None
+        return float(value.reshape(-1)[0])
 
     def only_consumer(self, name: str, op_type: str) -> Any:
         users = self.consumers.get(name, [])
