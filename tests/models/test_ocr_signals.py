@@ -255,6 +255,31 @@ def test_when_every_image_is_corrupt_the_signal_fails_with_the_reason(
     assert ocr_calls == []
 
 
+def test_the_detector_sees_at_most_its_cap_and_small_images_at_their_own_size() -> None:
+    """``det_limit_side`` bounds the page the text detector reads (rapidocr's own "max"
+    mode ignored it and picked 960, 1500 or 2000 px by the image's size)."""
+    engine = OcrEngine(OcrSettings(det_limit_side=640))
+    seen: list[tuple[int, ...]] = []
+    session = engine._detector.infer.session
+
+    class Watched:
+        def run(self, outputs: Any, feed: dict[str, Any]) -> Any:
+            seen.append(next(iter(feed.values())).shape)
+            return session.run(outputs, feed)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(session, name)
+
+    engine._detector.infer.session = Watched()
+    page = Image.open(IMAGES / "code_clean.png").convert("RGB")
+    large = page.resize((page.width * 2, page.height * 2))
+    engine.read(large)
+    engine.read(page.resize((320, 240)))
+
+    assert max(seen[0][2:]) <= 640  # the large page, downscaled to the cap
+    assert seen[1][2:] == (256, 320)  # the small one at its own size (rounded to 32)
+
+
 def test_ocr_stops_at_its_budget_and_says_so() -> None:
     impatient = Router(compile_policy(parse_config(_config(timeout_ms=1)), Resources()))
     decision = _decide(impatient, _fresh_png("code_clean.png", 4))
