@@ -120,6 +120,8 @@ def test_a_graph_without_the_patterns_is_left_as_it_was() -> None:
         "plain",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        # a constant nothing reads: not the rewrite's to remove
+        initializer=[numpy_helper.from_array(np.ones(2, dtype=np.float32), "spare")],
     )
     model = helper.make_model(graph)
     before = model.SerializeToString()

@@ -242,18 +242,20 @@ def _fuse_hard_swish(g: _Graph) -> int:
 
 def fold(model: onnx.ModelProto) -> dict[str, int]:
     """Rewrite ``model`` in place; how many of each rewrite were made."""
+    outputs = {output.name for output in model.graph.output}
+    read_before = {name for node in model.graph.node for name in node.input} | outputs
     g = _Graph(model)
     counts = {
         "affine_after_conv": _fold_affine_after_conv(g),
         "affine_before_conv": _fold_affine_before_conv(g),
         "hard_swish": _fuse_hard_swish(g),
     }
-    nodes = g.nodes
-    used = {name for node in nodes for name in node.input}
-    kept = [n for n in nodes if n.op_type != "Constant" or n.output[0] in used]
+    # the constants the rewrites left unread go; what nothing read before is not touched
+    stale = read_before - {name for node in g.nodes for name in node.input} - outputs
+    kept = [n for n in g.nodes if n.op_type != "Constant" or n.output[0] not in stale]
     del model.graph.node[:]
     model.graph.node.extend(kept)
-    initializers = [i for i in model.graph.initializer if i.name in used]
+    initializers = [i for i in model.graph.initializer if i.name not in stale]
     del model.graph.initializer[:]
     model.graph.initializer.extend(initializers)
     return counts
