@@ -280,6 +280,20 @@ def test_the_detector_sees_at_most_its_cap_and_small_images_at_their_own_size() 
     assert seen[1][2:] == (256, 320)  # the small one at its own size (rounded to 32)
 
 
+@pytest.mark.parametrize("image", ["code_clean.png", "passport.png"])
+def test_the_detectors_input_is_rapidocrs_to_the_bit(router: Router, image: str) -> None:
+    from rapidocr_onnxruntime.ch_ppocr_det.utils import DetPreProcess
+
+    detector = _engine(router)._detector
+    page = np.asarray(Image.open(IMAGES / image).convert("RGB"))[:, :, ::-1]
+    for pixels in (page, np.ascontiguousarray(page[:, : page.shape[1] // 2])):
+        ours = detector.get_preprocess(max(pixels.shape[:2]))(pixels)
+        theirs = DetPreProcess(1280, "max", detector.mean, detector.std)(pixels)
+        assert ours.dtype == theirs.dtype == np.float32
+        assert ours.shape == theirs.shape
+        assert np.array_equal(ours, theirs)
+
+
 def test_ocr_stops_at_its_budget_and_says_so() -> None:
     impatient = Router(compile_policy(parse_config(_config(timeout_ms=1)), Resources()))
     decision = _decide(impatient, _fresh_png("code_clean.png", 4))
@@ -652,14 +666,20 @@ def test_a_comments_faint_mark_is_read_with_its_words(router: Router) -> None:
     assert all(line.startswith("--") for line in comments), comments
 
 
-def _gutter_screen(labels: list[str]) -> Image.Image:
+def _gutter_screen(labels: list[str], *, alike: bool = False) -> Image.Image:
+    """Code beside ``labels`` (a gutter); every fourth line blank and the others of
+    different lengths, or ``alike``: no line blank, all of one length."""
     font = ImageFont.truetype(str(MONO), 18) if MONO.exists() else ImageFont.load_default(18)
     canvas = Image.new("RGB", (760, 40 + 28 * len(labels)), "white")
     draw = ImageDraw.Draw(canvas)
     for row, label in enumerate(labels):
         y = 20 + 28 * row
         draw.text((60 - draw.textlength(label, font=font), y), label, fill="grey", font=font)
-        if row % 4 != 3:  # every fourth line blank; the others of different lengths
+        if alike:
+            draw.text(
+                (90, y), f"total_{row:02d} = compute(values[{row:02d}])", fill="black", font=font
+            )
+        elif row % 4 != 3:
             code = f"total_{row} = compute(values[{row}]" + ", scale=2" * (row % 3) + ")"
             draw.text((90, y), code, fill="black", font=font)
     return canvas
@@ -680,6 +700,17 @@ def test_an_editors_line_numbers_are_known_from_a_sample_and_left_unread(router:
     labelled = engine.read(_gutter_screen(words))
     assert labelled.line_numbers == 0
     assert labelled.read == labelled.boxes
+
+
+def test_a_gutter_beside_lines_that_pair_like_an_mrz_is_sampled_not_read(router: Router) -> None:
+    # lines of one length, one under another, are looked at first as an MRZ could be;
+    # the numbers in front of them are the gutter's all the same: only its sample is read
+    result = _engine(router).read(_gutter_screen([str(n) for n in range(1, 21)], alike=True))
+    assert result.complete
+    assert result.line_numbers == 20 - 5
+    assert result.read + result.line_numbers == result.boxes
+    assert "total_18 = compute(values[18])" in result.text
+    assert not [line for line in result.text.splitlines() if line[:1].isdigit()]
 
 
 @pytest.fixture(scope="module")
