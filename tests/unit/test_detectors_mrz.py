@@ -276,6 +276,22 @@ def test_a_checked_line_that_fails_a_check_is_not_a_document_without_its_name_li
     assert find_mrz(corrupt_digit(td3()[1], 19)) == []
 
 
+@pytest.mark.parametrize("code", ["I<", "ID"])
+def test_an_id_cards_first_character_cut_off_by_the_crop(code: str) -> None:
+    # the document type's letter is covered by no check digit: the first line's document
+    # number and the second line's dates still prove the card
+    first, second, name = td1()
+    lines = [code + first[2:], second, name]
+    match = only("\n".join([lines[0][1:], *lines[1:]]))
+    assert match.valid
+    assert match.format == "td1"
+    assert (match.document_type, match.issuing_country) == ("", "")
+    # and only when every check passes
+    assert not find_mrz("\n".join([lines[0][1:], corrupt_digit(second, 6), name]))
+    # a line that keeps its document type is read as it is
+    assert only("\n".join(lines)).document_type == code.rstrip("<")
+
+
 def test_a_td2_line_is_not_taken_for_a_padded_td3_line() -> None:
     (match,) = find_mrz("\n".join(td2()))
     assert match.format == "td2"

@@ -21,7 +21,8 @@ OCR of a document photo is noisy, so before verifying we repair what the layout 
   with text from the next column;
 * the name line has no check digit: when OCR lost or garbled it, the other lines still
   prove the document if every one of their checks passes (the match then leaves the
-  document type and issuing country empty).
+  document type and issuing country empty); so does an ID card's (TD1) first line whose
+  first character, the document type's letter, a crop close to the zone cut off.
 
 ``MrzMatch`` exposes only the layout, document type, issuing country and check results, so
 it can be logged; the holder's name and numbers are reachable only through ``fields()``.
@@ -467,10 +468,12 @@ def _readings(
     fragments: Sequence[_Fragment], layout: _Layout
 ) -> Iterator[tuple[list[str], int, int, bool]]:
     """Rows of ``layout`` from ``fragments``, with the length change, the part of it made
-    to the lines that carry check digits, and whether the name line was missing. The name
-    line (the first of TD2 and TD3, the last of TD1) carries no check digit: when OCR lost
-    or garbled it, the other lines' check digits still prove the document, so a reading
-    without it is tried too (and kept only if every check passes)."""
+    to the lines that carry check digits, and whether part of the zone was not read. The
+    name line (the first of TD2 and TD3, the last of TD1) carries no check digit: when OCR
+    lost or garbled it, the other lines' check digits still prove the document, so a
+    reading without it is tried too; and a TD1 first line that does not start with a
+    document type, as if it had lost its first character. Those are kept only if every
+    check passes."""
     name_row = layout.name_slice.row
     for rows, changes in _row_splits(fragments, layout):
         checked = sum(change for row, change in enumerate(changes) if row != name_row)
@@ -484,6 +487,16 @@ def _readings(
         else:
             stand_in = "<" * layout.width
         yield [*rows[:name_row], stand_in, *rows[name_row:]], sum(changes), sum(changes), True
+    first = fragments[0]
+    if layout.slices["document_type"].row != name_row and first.chars[:1] not in (
+        layout.document_types
+    ):
+        # a TD1 card's first line holds its document number, so it cannot stand in for a
+        # lost line; but a photo cropped close to the zone cuts off its first character
+        # alone, the document type's letter, which no check digit covers
+        cut = [dataclasses.replace(first, chars=layout.document_types[0] + first.chars)]
+        for rows, changes in _row_splits([*cut, *fragments[1:]], layout):
+            yield rows, sum(changes), sum(changes), True
 
 
 def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], MrzMatch]]:
