@@ -148,6 +148,8 @@ def test_the_ocr_models_give_the_same_outputs_folded(name: str, shape: tuple[int
     assert counts["hard_swish"] >= 20
     assert counts["affine_after_conv"] >= 20
     assert "Clip" not in _ops(model)
+    read = {name for node in model.graph.node for name in node.input}
+    assert not [i.name for i in model.graph.initializer if i.name not in read]  # none left over
     folded = _run(model, x)
     np.testing.assert_allclose(folded, expected, rtol=1e-4, atol=1e-4)
     if name.startswith("ch_PP-OCRv4_rec"):  # the characters read: the same at every step

@@ -244,14 +244,17 @@ def fold(model: onnx.ModelProto) -> dict[str, int]:
     """Rewrite ``model`` in place; how many of each rewrite were made."""
     outputs = {output.name for output in model.graph.output}
     read_before = {name for node in model.graph.node for name in node.input} | outputs
+    unread_before = _constants(model.graph, model.graph.node) - read_before
     g = _Graph(model)
     counts = {
         "affine_after_conv": _fold_affine_after_conv(g),
         "affine_before_conv": _fold_affine_before_conv(g),
         "hard_swish": _fuse_hard_swish(g),
     }
-    # the constants the rewrites left unread go; what nothing read before is not touched
-    stale = read_before - {name for node in g.nodes for name in node.input} - outputs
+    # the constants the rewrites left unread go (the model's, and those one rewrite wrote
+    # and a later one folded again); what nothing read before is not touched
+    read_after = {name for node in g.nodes for name in node.input} | outputs
+    stale = _constants(model.graph, g.nodes) - read_after - unread_before
     kept = [n for n in g.nodes if n.op_type != "Constant" or n.output[0] not in stale]
     del model.graph.node[:]
     model.graph.node.extend(kept)
@@ -259,3 +262,10 @@ def fold(model: onnx.ModelProto) -> dict[str, int]:
     del model.graph.initializer[:]
     model.graph.initializer.extend(initializers)
     return counts
+
+
+def _constants(graph: Any, nodes: Any) -> set[str]:
+    """The names of ``graph``'s initializers and of the outputs of ``nodes``' Constants."""
+    return {i.name for i in graph.initializer} | {
+        output for node in nodes if node.op_type == "Constant" for output in node.output
+    }
