@@ -226,6 +226,21 @@ def test_a_document_number_with_two_letters_read_as_digits_verifies() -> None:
     assert match.fields()["document_number"].startswith("ROON6X5")
 
 
+@pytest.mark.parametrize(("letter", "read_as"), [("Q", "0"), ("D", "0"), ("0", "Q"), ("O", "Q")])
+def test_a_round_glyph_read_as_another_round_glyph_verifies(letter: str, read_as: str) -> None:
+    # OCR reads a round glyph as any of 0, O, Q and D; the check digits tell which it is
+    number = f"1GI6L6FH{letter}"
+    lines = td1(number=number)
+    misread = [lines[0].replace(number, number[:-1] + read_as), *lines[1:]]
+    match = only("\n".join(misread))
+    assert match.valid, match.checks
+    if letter == "Q":  # as read on a photographed card; another swap may pass by chance
+        assert match.fields()["document_number"] == number
+    # a wrong check digit is not repaired into a pass
+    wrong = corrupt_digit(misread[0], 14)
+    assert not only("\n".join([wrong, *misread[1:]])).valid
+
+
 def test_a_filler_run_miscount_cannot_make_a_wrong_check_digit_pass() -> None:
     lines = td3(personal="")
     second = lines[1].replace("<" * 14, "<" * 10)
@@ -290,6 +305,17 @@ def test_an_id_cards_first_character_cut_off_by_the_crop(code: str) -> None:
     assert not find_mrz("\n".join([lines[0][1:], corrupt_digit(second, 6), name]))
     # a line that keeps its document type is read as it is
     assert only("\n".join(lines)).document_type == code.rstrip("<")
+
+
+@pytest.mark.parametrize("read_as", ["[", "<"])
+def test_an_id_cards_document_type_read_as_a_filler(read_as: str) -> None:
+    # an I with serifs read as ``[`` (a filler to the repair): no document type is ``<``,
+    # and no check digit covers the letter
+    first, second, name = td1()
+    match = only("\n".join([read_as + first[1:], second, name]))
+    assert match.valid
+    assert (match.document_type, match.issuing_country) == ("", "")
+    assert not find_mrz("\n".join([read_as + first[1:], corrupt_digit(second, 6), name]))
 
 
 def test_a_td2_line_is_not_taken_for_a_padded_td3_line() -> None:

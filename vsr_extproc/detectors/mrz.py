@@ -12,8 +12,8 @@ OCR of a document photo is noisy, so before verifying we repair what the layout 
 * each field is repaired by its character class: O/Q/D→0, I/L→1, S→5, B→8, Z→2, G→6 in
   dates and check digits, the reverse in country codes, sex and names;
 * a document number or optional data whose check fails may swap one confusable character
-  (O↔0, I↔1, S↔5, B↔8, Z↔2, G↔6, and D or Q read for 0), or two that are the same
-  character, when that makes both its own and the composite check pass;
+  (any of 0, O, Q and D for another, I↔1, S↔5, B↔8, Z↔2, G↔6), or two that are the
+  same character, when that makes both its own and the composite check pass;
 * a line whose length is off has its longest filler run padded or trimmed (OCR miscounts
   long runs of ``<`` by any amount; a run carries nothing but its length, and the check
   digits after it must still pass);
@@ -44,9 +44,10 @@ _WEIGHTS = (7, 3, 1)
 
 _TO_DIGIT = str.maketrans("OQDILSBZG", "001115826")
 _TO_LETTER = str.maketrans("015826", "OISBZG")
-_CONFUSABLE = {"O": "0", "0": "O", "I": "1", "1": "I", "S": "5", "5": "S",
-               "B": "8", "8": "B", "Z": "2", "2": "Z", "G": "6", "6": "G",
-               "D": "0", "Q": "0"}  # fmt: skip
+# what OCR may have read in place of each character: a round glyph is any of 0, O, Q, D
+_CONFUSABLE = {"O": "0QD", "0": "OQD", "Q": "0O", "D": "0O", "I": "1", "1": "I",
+               "S": "5", "5": "S", "B": "8", "8": "B", "Z": "2", "2": "Z",
+               "G": "6", "6": "G"}  # fmt: skip
 
 _MRZ_LINE = re.compile(r"[A-Z0-9<]+")
 _OCR_FILLERS = str.maketrans({"«": "<<", "‹": "<", "(": "<", "[": "<", "{": "<"})
@@ -407,22 +408,33 @@ def _field_passes(rows: Sequence[str], layout: _Layout, name: str) -> bool:
 
 def _swaps(value: str) -> Iterator[str]:
     """``value`` with one confusable character swapped, then with two that are the same
-    character (a font whose ``O`` OCR reads as ``0`` misreads every one of them)."""
+    character (a font whose ``O`` OCR reads as ``0`` misreads every one of them): first
+    for each character's likeliest stand-in, then for the others (``Q`` or ``D`` for a
+    ``0``)."""
     places = [index for index, char in enumerate(value) if char in _CONFUSABLE]
-    for index in places:
-        yield value[:index] + _CONFUSABLE[value[index]] + value[index + 1 :]
-    for first, second in itertools.combinations(places, 2):
-        if value[first] == value[second]:
-            swapped = _CONFUSABLE[value[first]]
-            yield (
-                value[:first] + swapped + value[first + 1 : second] + swapped + value[second + 1 :]
-            )
+    for rank in range(max((len(others) for others in _CONFUSABLE.values()), default=0)):
+        for index in places:
+            if rank < len(others := _CONFUSABLE[value[index]]):
+                yield value[:index] + others[rank] + value[index + 1 :]
+        for first, second in itertools.combinations(places, 2):
+            others = _CONFUSABLE[value[first]]
+            if value[first] == value[second] and rank < len(others):
+                swapped = others[rank]
+                yield (
+                    value[:first]
+                    + swapped
+                    + value[first + 1 : second]
+                    + swapped
+                    + value[second + 1 :]
+                )
 
 
 def _swap_confusables(rows: list[str], layout: _Layout, name: str) -> list[str] | None:
     """Rows with the first swap of confusable characters of field ``name`` (``_swaps``)
-    that makes both its check and the composite check pass, or None. Requiring both keeps
-    the chance that a swap passes by accident near 1 in 100 per swap tried."""
+    that makes both its check and the composite check pass, or None. The composite weighs
+    a document number or optional data as their own check does, so it adds little: about
+    one wrong swap in ten passes, which is why the likeliest are tried first (the zone is
+    found either way; the field's value may then be off)."""
     piece = layout.slices[name]
     for value in _swaps(piece.read(rows)):
         candidate = _replace(rows, piece, value)
@@ -472,8 +484,8 @@ def _readings(
     name line (the first of TD2 and TD3, the last of TD1) carries no check digit: when OCR
     lost or garbled it, the other lines' check digits still prove the document, so a
     reading without it is tried too; and a TD1 first line that does not start with a
-    document type, as if it had lost its first character. Those are kept only if every
-    check passes."""
+    document type, as if it had lost its first character, or as if it were misread when
+    that character is a filler. Those are kept only if every check passes."""
     name_row = layout.name_slice.row
     for rows, changes in _row_splits(fragments, layout):
         checked = sum(change for row, change in enumerate(changes) if row != name_row)
@@ -493,10 +505,17 @@ def _readings(
     ):
         # a TD1 card's first line holds its document number, so it cannot stand in for a
         # lost line; but a photo cropped close to the zone cuts off its first character
-        # alone, the document type's letter, which no check digit covers
-        cut = [dataclasses.replace(first, chars=layout.document_types[0] + first.chars)]
-        for rows, changes in _row_splits([*cut, *fragments[1:]], layout):
-            yield rows, sum(changes), sum(changes), True
+        # alone, the document type's letter, which no check digit covers; and a letter
+        # read as a filler (an ``I`` with serifs read ``[``) is that letter too: no
+        # document type is ``<``
+        letter = layout.document_types[0]
+        readings = [letter + first.chars]
+        if first.chars.startswith("<"):
+            readings.append(letter + first.chars[1:])
+        for chars in readings:
+            cut = [dataclasses.replace(first, chars=chars)]
+            for rows, changes in _row_splits([*cut, *fragments[1:]], layout):
+                yield rows, sum(changes), sum(changes), True
 
 
 def _candidates(run: Sequence[_Fragment]) -> Iterator[tuple[tuple[int, ...], MrzMatch]]:

@@ -30,7 +30,9 @@ The pipeline is rapidocr's detector and recogniser, driven here rather than thro
 * the boxes shaped like a machine-readable zone read first (``mrz_band``): a passport's
   MRZ is read in the first few hundred milliseconds even on a page whose other text
   outlasts the budget, and a slow screenshot without one is known not to hide one; a band
-  that does not verify gets a second look (``OcrEngine._second_look``);
+  that does not verify gets a second look (``OcrEngine._second_look``), and so, once the
+  whole page is read, do lines placed and read like an MRZ's that the band's geometry
+  missed (``mrz_like_lines``);
 * an editor's line numbers read from a sample: a column of narrow boxes beside code, five
   of which, spread down it, read as numbers counting down the page, is known to be a
   gutter, and its other boxes are left unread (``number_column``). The sample is read
@@ -294,6 +296,8 @@ class OcrEngine:
             complete = False
         else:
             complete = True
+            if not proven:
+                proven = self._late_look(pixels, boxes, readings, band, column, check)
         readings.update((index, read) for index, read in sampled.items() if index not in readings)
         if gutter:
             _without_line_numbers(boxes, readings, column)
@@ -510,6 +514,32 @@ class OcrEngine:
             if verified is not None:
                 return _by_box(lines, list(verified)), True
         return {}, False
+
+    def _late_look(
+        self,
+        pixels: UInt8Array,
+        boxes: list[FloatArray],
+        readings: dict[int, tuple[str, float]],
+        band: list[int],
+        column: list[int],
+        check: Callable[[], None],
+    ) -> set[int]:
+        """The second look (``_second_look``) at lines the band missed but whose reading
+        looks like an MRZ (``mrz_like_lines``), once the whole page is read; ``readings``
+        and ``boxes`` are updated with what verifies, whose boxes come back. The text is
+        already read whole: a deadline that passes during the look only ends the look."""
+        lines = mrz_like_lines(pixels, boxes, readings, column)
+        if not lines or {index for line in lines for index in line.boxes} <= set(band):
+            return set()
+        read = {index: readings[index] for line in lines for index in line.boxes}
+        try:
+            verified, whole = self._second_look(pixels, lines, read, check)
+        except OcrStopped:
+            return set()
+        readings |= verified
+        for line in lines if whole else []:
+            boxes[line.boxes[0]] = line.quad
+        return {index for index, (text, _) in verified.items() if text}
 
     def _verified_combination(
         self, seen: list[dict[str, tuple[str, float]]], tried: set[tuple[tuple[str, float], ...]]
@@ -1098,6 +1128,44 @@ def mrz_band(
         )
         for number in sorted(chosen)
     ]
+
+
+def mrz_like_lines(
+    pixels: UInt8Array,
+    quads: list[FloatArray],
+    readings: dict[int, tuple[str, float]],
+    exclude: Collection[int] = (),
+) -> list[BandLine]:
+    """The lines of a read page that may be an MRZ the band (``mrz_band``) missed, top to
+    bottom, at most three: two lines placed like an MRZ's (``_may_pair``, five text heights
+    long at least, whatever their lengths), each read as a run of 12 or more MRZ
+    characters, one of them with fillers (``_looks_like_mrz``). The band wants lines of one
+    length; the detector can cut a line short where glare or blur washes its fillers out,
+    or give a tilted line's fillers a line of their own, and the other line is then the
+    one that carries the check digits."""
+    lines, angle = _text_lines(quads, exclude)
+    texts = [
+        "".join(readings[index][0] for index in line if index in readings).replace(" ", "")
+        for line in lines
+    ]
+    candidates = [number for number, text in enumerate(texts) if _MRZ_RUN.search(text)]
+    shapes = {number: _line_shape(quads, lines[number], angle) for number in candidates}
+    chosen: set[int] = set()
+    for upper, lower in itertools.pairwise(candidates):
+        if _may_pair(shapes[upper], shapes[lower], 5) and (
+            _looks_like_mrz(texts[upper]) or _looks_like_mrz(texts[lower])
+        ):
+            chosen.update((upper, lower))
+    found = []
+    for number in sorted(chosen)[-3:]:
+        end = _over_fillers(pixels, quads, lines[number])
+        quad = (
+            _line_quad(quads, lines[number], end)
+            if len(lines[number]) > 1 or end is not None
+            else quads[lines[number][0]]
+        )
+        found.append(BandLine(tuple(lines[number]), quad))
+    return found
 
 
 def _text_lines(
