@@ -218,6 +218,23 @@ READ = {
     + "\n"
     + JWT[139:]
     + "\nexport LOG_LEVEL=info",
+    # a database URL with spaces read into its scheme, around "://" and in its password
+    "url-spaces": "DATABASE_URL=po stg re s : // app:Ye yCsghbp2JpPE@db .inte rnal:5432/app",
+    "url-colon-space": "db_url: mysql: / /root: 9K9470ZhjZ2r@10 .0.3.81/shop",
+    # ... and with its "@" read as "a"
+    "url-at-as-a": 'DB_URL = "mysql://root:AVLZgXDhj6RMa10.0.7.192/shop"',
+    "url-at-as-a-host": "DATABASE_URL=postgres: //app:D9p8v5y09ICvYZadb.internal:5432/app",
+    # a space read inside a quoted password full of symbols
+    "symbols-split": 'SECRET_KEY = "iWr6WzXPn8BXx1@HnXeda!Q3jHjVrvpxCbyA5!s6!eJ#Ai *WWo"',
+    # an unquoted JWT cut off by the window's edge after its payload's first characters
+    "jwt-cut": "SESSION_TOKEN=" + JWT[: JWT.index(".") + 12],
+    # a JWT whose header OCR garbled ("typ" encoded "dHlw", read "dHLw"): no JSON, its shape
+    "jwt-header-misread": "SESSION_TOKEN=" + JWT.replace("dHlw", "dHLw", 1),
+    # an editor wrapped a connection string inside its key's name, in its quotes
+    "editor-wrapped-string": 'LOG_LEVEL = "info"\nAZURE_STORAGE_CONNECTION_STRING = '
+    '"DefaultEndpointsProtocol=https;AccountName=assets01;Acc\nountKey=dt2M38TaDDIJX2JLIg8m'
+    "93t2ihJz0y+2cYQ6syPLFswLsoYwLSJ0z33jgaX6VXpmyQeHiaYpmtBP/8IzPI18p+=;EndpointSuffix=core."
+    'windows.net"\nREGION = "us-east-2"',
     # a PEM marker with its dashes miscounted
     "pem-dashes": PRIVATE_KEY.replace("-----BEGIN", "--BEGIN").replace("Y-----\nM", "Y--\nM"),
 }
@@ -236,6 +253,13 @@ def test_credentials_misread_by_ocr_are_still_found(text: str) -> None:
         "checksum = 9f86d081 884c7d65 9a2feaa0 c55ad015",  # a hash is not a secret
         "request_id: 550e8400-e29b-41d4-a716-446655440000\nuser: 42",
         "version = 1.0 build 8080 port 8443",
+        # URLs with a port, a path or an "@" in their path, and words before a scheme
+        "see https: //example.com:8080/a and http://host.example.org/path",
+        "proxy: http://proxy.corp:3128\nredis://cache.internal:6379/0",
+        "https://maps.google.com/@37.7,-122.4 and http://localhost:abc/data.json",
+        "token = auth.session.refresh_token",  # code, not a value
+        # a sentence that opens a quote on one line and closes it on the next
+        'He wrote "the deployment for customer accounts\nfinished" and the password policy',
     ],
 )
 def test_repairing_what_ocr_read_raises_no_false_alarm(text: str) -> None:

@@ -274,15 +274,21 @@ _KEY_DIGITS = {"0": "o", "1": "l", "5": "s", "8": "b"}
 _KEV = re.compile(r"(?i)(?<=ke)v(?![a-z])")
 # Two pieces of one token that OCR read with a space between them ("AKIA7 BUG8FNC71FQ",
 # "sk-proj -861Bc…"): each piece token-like (a digit, a symbol of tokens, or a capital
-# after a small letter), one of them long.
+# after a small letter), one of them long. A password's symbols are a token's too.
 _PIECE = re.compile(r"[^\s\"'`]+")
-_TOKEN_LIKE = re.compile(r"\d|[_\-./+=]|[a-z][A-Z]")
+_TOKEN_LIKE = re.compile(r"\d|[_\-./+=!#$%&*@^~]|[a-z][A-Z]")
 _LONG_PIECE = 8
 # "…IDE2NjYyNTUzNzV9 . I20_y00Zv…": a JWT's dot read with spaces around it
 _SPACED_DOT = re.compile(r"(?P<left>[A-Za-z0-9_\-]{8}) (?P<dot>[.]) (?=[A-Za-z0-9_\-]{8})")
 # A quoted value that runs to the end of its line without its closing quote: the screen
 # cut it off ("SESSION_TOKEN = \"eyJhbGciOi…" wider than the editor's window).
 _CUT_VALUE = re.compile(r"(?m)(?P<open>[\"'`])(?P<value>[A-Za-z0-9_\-./+=:]{16,})[ \t]*$")
+# A JWT as OCR reads it: its header's JSON may not decode (``dHlw`` read ``dHLw``) and the
+# window may cut it off, but a header and a payload that both open like JSON (``eyJ``, the
+# base64 of ``{"``), dot-joined, are a JWT's shape
+_READ_JWT = re.compile(
+    r"(?<![A-Za-z0-9_\-.])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{4,}(?:\.[A-Za-z0-9_\-]*)?"
+)
 _DASHES = re.compile(
     r"-{2,6}(?P<marker>(?:BEGIN|END) (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?)-{2,6}"
 )
@@ -290,7 +296,46 @@ _WRAPPED_SHARE = 0.85
 _WRAPPED_LINE = 60  # terminals wrap at 80 columns or more; OCR may drop a few characters
 _WRAP_END = re.compile(r"[A-Za-z0-9_\-./+=]{16}$")
 _WRAP_START = re.compile(r"[A-Za-z0-9_\-./+=]{8}")
+_STRING_WRAP_END = re.compile(r"[A-Za-z0-9_\-./+=;:]{8}$")
 _CONFUSED_PREFIXES = ((re.compile(r"\bx0x(?=[abprs]-)"), "xox"), (re.compile(r"\bAlza"), "AIza"))
+# A URL's credentials as OCR reads them: spaces read into the scheme and around ``://``,
+# around the user's colon and inside the password ("po stg re s : // app:Ye yCsghbp2@db")
+_SPACED_SCHEME = re.compile(
+    r"\b(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{0,15}(?: [A-Za-z0-9+.\-]{1,15}){0,3}) ?: ?/ ?/ ?"
+)
+_SPACED_USERINFO = re.compile(
+    r"(?<=://)(?P<user>[^\s:/@\"'`]{1,64}) ?: ?"
+    r"(?P<password>[^\s:/@\"'`]+(?: [^\s:/@\"'`]+){0,3}) ?@"
+)
+_SCHEME_LENGTH = 15
+# ... and its "@" read as "a": a user's colon followed by no port but by a password, an
+# "a" and a dotted host ("root:AVLZgXDhj6RMa10.0.7.192/shop")
+_AT_READ_AS_A = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://[^\s:/@]{1,64}:"
+    r"(?=[^\s:/@]{0,127}[^\s:/@\d])[^\s:/@]{1,128}?)"
+    r"a(?=[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){1,8}(?:[:/\"'`\s]|$))(?![^\s/]{0,256}@)"
+)
+
+
+def _scheme_joined(match: re.Match[str]) -> str:
+    """A scheme's pieces joined: as many of the last ones before ``://`` as make at most
+    15 characters, the longest scheme ``_URL_CREDENTIALS`` reads (a long word before the
+    scheme stays apart)."""
+    pieces = match.group("scheme").split(" ")
+    joined = 1
+    while joined < len(pieces) and len("".join(pieces[-joined - 1 :])) <= _SCHEME_LENGTH:
+        joined += 1
+    return " ".join([*pieces[:-joined], "".join(pieces[-joined:])]) + "://"
+
+
+def _url_repaired(text: str) -> str:
+    if "/" not in text:
+        return text
+    text = _SPACED_SCHEME.sub(_scheme_joined, text)
+    text = _SPACED_USERINFO.sub(
+        lambda match: f"{match.group('user')}:{match.group('password').replace(' ', '')}@", text
+    )
+    return _AT_READ_AS_A.sub(r"\g<head>@", text)
 
 
 def _key_repaired(match: re.Match[str]) -> str:
@@ -330,8 +375,10 @@ def _joined_line(line: str) -> str:
 
 
 def _unwrapped(lines: list[str]) -> list[str]:
-    """Lines a terminal wrapped at its width joined again: a line about as long as the
-    longest, ending in a long unbroken token, and a next line that goes on with one."""
+    """Lines a terminal or an editor wrapped joined again: a line about as long as the
+    longest, ending in a long unbroken token, and a next line that goes on with one; or a
+    line that ends inside a string it opened, mid-token, and a next line that goes on with
+    the token and closes the string (``"…;Acc`` and ``ountKey=…"``)."""
     width = max((len(line) for line in lines), default=0)
     out: list[str] = []
     previous = ""
@@ -339,6 +386,12 @@ def _unwrapped(lines: list[str]) -> list[str]:
         if (
             len(previous) >= max(_WRAPPED_LINE, _WRAPPED_SHARE * width)
             and _WRAP_END.search(previous)
+            and _WRAP_START.match(line)
+        ) or (
+            len(previous) >= _WRAPPED_LINE
+            and previous.count('"') % 2 == 1
+            and line.count('"') % 2 == 1
+            and _STRING_WRAP_END.search(previous)
             and _WRAP_START.match(line)
         ):
             out[-1] += line
@@ -350,11 +403,12 @@ def _unwrapped(lines: list[str]) -> list[str]:
 
 def repaired_read_text(text: str) -> str:
     """``text`` as OCR read it, with what OCR does to credentials undone: digits read for
-    letters in key names, spaces read inside a token, a token's prefix misread (``x0xb-``),
+    letters in key names, spaces read inside a token or a URL's credentials, a URL's ``@``
+    read as ``a``, a token's prefix misread (``x0xb-``),
     a PEM marker's dashes miscounted, a quoted value cut off by the edge of the screen
     closed again, and a line a terminal wrapped joined again. Only for finding secrets: the
     repaired text is never shown or sent."""
-    text = _READ_KEY.sub(_key_repaired, text)
+    text = _READ_KEY.sub(_key_repaired, _url_repaired(text))
     text = "\n".join(_unwrapped([_joined_line(line) for line in text.split("\n")]))
     for pattern, prefix in _CONFUSED_PREFIXES:
         text = pattern.sub(prefix, text)
@@ -364,8 +418,14 @@ def repaired_read_text(text: str) -> str:
 
 def find_secrets_in_read_text(text: str) -> list[Finding]:
     """``find_secrets`` on text read from an image by OCR (``repaired_read_text``). The
-    findings' spans are those of the repaired text: count them, do not cut with them."""
-    return find_secrets(repaired_read_text(text))
+    findings' spans are those of the repaired text: count them, do not cut with them. A
+    JWT is also found by its shape (``_READ_JWT``), as OCR may garble the header's JSON."""
+    repaired = repaired_read_text(text)
+    shaped = [
+        Finding(FindingType.SECRET, *match.span(), 0.8, "jwt")
+        for match in _READ_JWT.finditer(repaired)
+    ]
+    return resolve_overlaps([*find_secrets(repaired), *shaped])
 
 
 def find_secrets(text: str) -> list[Finding]:
