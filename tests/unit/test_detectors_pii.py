@@ -502,6 +502,9 @@ def test_faker_values_are_found_and_faker_prose_is_clean() -> None:
     ("text", "date"),
     [
         ("3.Date ofbirth\n09/23/1998", "09/23/1998"),  # OCR dropped a space
+        # ... and the field number's dot and space too
+        ("3Dateofbirth\n1968-12-05", "1968-12-05"),
+        ("3Date ofbirth\n25/08/1960", "25/08/1960"),
         ("Date of birth/Date de naissance\n16DEC1967", "16DEC1967"),  # a passport page
         ("Dataurodzenia: 12.03.1980", "12.03.1980"),
         ("Födelsedatum 1975-06-30", "1975-06-30"),

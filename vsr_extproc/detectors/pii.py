@@ -510,9 +510,10 @@ for _number, _names in enumerate(
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 
 # OCR of a card or form often drops the spaces between words ("Date ofbirth"), so the
-# labels match with or without them
+# labels match with or without them; and the space and dot after a card's field number
+# ("3Dateofbirth" for "3. Date of birth"), so a digit may stand right before one
 _DOB_CONTEXT = re.compile(
-    r"(?i)\b(?:born|date\s*of\s*birth|birth\s*date|d\.?o\.?b|birthday|geboren|geburtsdatum|"
+    r"(?i)(?<![A-Za-z_])(?:born|date\s*of\s*birth|birth\s*date|d\.?o\.?b|birthday|geboren|geburtsdatum|"
     r"geburtstag|geb|née?|date\s*de\s*naissance|fecha\s*de\s*nacimiento|data\s*di\s*nascita|"
     r"data\s*de\s*nascimento|geboortedatum|data\s*urodzenia|f[öo]delsedatum|syntym[äa]aika|"
     r"do[ğg]um\s*tarihi)(?![A-Za-z])"
