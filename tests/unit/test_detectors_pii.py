@@ -515,6 +515,11 @@ def test_dates_of_birth_as_ocr_reads_cards_and_forms(text: str, date: str) -> No
     assert text[finding.start : finding.end] == date
 
 
+@pytest.mark.parametrize("text", ["unborn 12/03/1990", "reborn on 1990-01-01"])
+def test_a_word_that_ends_in_a_birth_label_is_no_label(text: str) -> None:
+    assert find_pii(text, {FindingType.DATE_OF_BIRTH}) == []
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -531,7 +531,7 @@ class OcrEngine:
         lines = mrz_like_lines(pixels, boxes, readings, column)
         if not lines or {index for line in lines for index in line.boxes} <= set(band):
             return set()
-        read = {index: readings[index] for line in lines for index in line.boxes}
+        read = {index: readings.get(index, ("", 0.0)) for line in lines for index in line.boxes}
         try:
             verified, whole = self._second_look(pixels, lines, read, check)
         except OcrStopped:
