@@ -48,6 +48,7 @@ _TO_LETTER = str.maketrans("015826", "OISBZG")
 _CONFUSABLE = {"O": "0QD", "0": "OQD", "Q": "0O", "D": "0O", "I": "1", "1": "I",
                "S": "5", "5": "S", "B": "8", "8": "B", "Z": "2", "2": "Z",
                "G": "6", "6": "G"}  # fmt: skip
+_STAND_INS = max(len(others) for others in _CONFUSABLE.values())
 
 _MRZ_LINE = re.compile(r"[A-Z0-9<]+")
 _OCR_FILLERS = str.maketrans({"«": "<<", "‹": "<", "(": "<", "[": "<", "{": "<"})
@@ -412,7 +413,7 @@ def _swaps(value: str) -> Iterator[str]:
     for each character's likeliest stand-in, then for the others (``Q`` or ``D`` for a
     ``0``)."""
     places = [index for index, char in enumerate(value) if char in _CONFUSABLE]
-    for rank in range(max((len(others) for others in _CONFUSABLE.values()), default=0)):
+    for rank in range(_STAND_INS):
         for index in places:
             if rank < len(others := _CONFUSABLE[value[index]]):
                 yield value[:index] + others[rank] + value[index + 1 :]

@@ -527,7 +527,12 @@ class OcrEngine:
         """The second look (``_second_look``) at lines the band missed but whose reading
         looks like an MRZ (``mrz_like_lines``), once the whole page is read; ``readings``
         and ``boxes`` are updated with what verifies, whose boxes come back. The text is
-        already read whole: a deadline that passes during the look only ends the look."""
+        already read whole: a deadline that passes during the look only ends the look. A
+        page that read fewer than two fillers in all has no such line, and is not grouped
+        into lines again."""
+        fillers = sum(char in _FILLERS for text, _ in readings.values() for char in text)
+        if fillers < 2:
+            return set()
         lines = mrz_like_lines(pixels, boxes, readings, column)
         if not lines or {index for line in lines for index in line.boxes} <= set(band):
             return set()
@@ -1301,6 +1306,7 @@ def _over_fillers(
 Recognise = Callable[[UInt8Array], tuple[str, float]]
 
 # 12 or more characters of an MRZ's alphabet, as OCR writes fillers, spaces aside
+_FILLERS = "<«‹"  # a filler as the recogniser reads it
 _MRZ_RUN = re.compile(r"[A-Z0-9<«‹(\[{]{12,}")
 
 
@@ -1312,7 +1318,7 @@ def _looks_like_mrz(text: str) -> bool:
     such a run, and every MRZ does."""
     for line in text.splitlines():
         for run in _MRZ_RUN.finditer(line.replace(" ", "")):
-            if sum(char in "<«‹" for char in run.group()) >= 2:
+            if sum(char in _FILLERS for char in run.group()) >= 2:
                 return True
     return False
 
