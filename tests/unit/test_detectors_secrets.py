@@ -106,6 +106,8 @@ def test_private_key_cut_off_before_its_end_line_is_still_a_secret() -> None:
             [("bearer_token", "abcDEF123456ghiJKL789012")],
         ),
         (f"token = {JWT}", [("jwt", JWT)]),
+        # "%S" in a random password is not a template's "%s"
+        ('SECRET_KEY = "Z%SQw*W0IQ0kN!tHq4a71"', [("secret", "Z%SQw*W0IQ0kN!tHq4a71")]),
     ],
 )
 def test_assignments_report_the_value(text: str, expected: list[tuple[str, str]]) -> None:
@@ -128,6 +130,8 @@ def test_assignments_report_the_value(text: str, expected: list[tuple[str, str]]
         'password = "********"',
         "password: changeme",
         'password = "${DB_PASSWORD}"',
+        'password = "%s"',
+        "db_password: %(password)s",
         'password = "your_password"',
         'PASSWORD = os.environ["DB_PASSWORD"]',
         "password = settings.DB_PASSWORD",
@@ -235,6 +239,22 @@ READ = {
     '"DefaultEndpointsProtocol=https;AccountName=assets01;Acc\nountKey=dt2M38TaDDIJX2JLIg8m'
     "93t2ihJz0y+2cYQ6syPLFswLsoYwLSJ0z33jgaX6VXpmyQeHiaYpmtBP/8IzPI18p+=;EndpointSuffix=core."
     'windows.net"\nREGION = "us-east-2"',
+    # spaces read inside a token, around a short piece ("-_Yhf")
+    "spaced-short-piece": 'OPENAI_API_KEY = "sk-proj -_Yhf jmtNpX-4Y3FmQ6JQSnSveGwZDrbhIPLf"',
+    # ... and a secret's value read in pieces that are not all token-like
+    "spaced-quoted-value": 'GOOGLE_API_KEY = "AI zaG H4mAFtu BVo YMZ-QoG YKNPP sMzTTmB0LBAR"',
+    "spaced-prefix": 'GITLAB_TOKEN = "glpat -bbcz_KKIfNgqc2VUkEhm"',
+    "spaced-bare-value": "SENDGRID_API_KEV=SG. aShMdxptPIx - IWCa0EKNiq. 42MVe_85s 3Szm3ThEQIv",
+    # a space read inside the key's name
+    "spaced-key": "db_pas sword: X8pZUkfbJg!15",
+    # a string's closing quote lost, and the next line a statement of its own
+    "quote-lost": 'SLACK_B0T_T0KEN = "x0xb-89966614644-73643056290-PPTYIbf4XVIzd750G42E4Pvo\n'
+    'CACHE_TTL = "446"',
+    # an editor's numbered line wrapped, the numbers glued to the lines
+    "numbered-wrap": "1LOG_LEVEL=info\n2REGION=eu-west-1\n3P0RT=8080\n"
+    "4AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=assetsO1;Accoun"
+    "\ntKey=1Z6XM6K/2TGckb0vy9yf+i8gPP3/on56iMYNqvdXMs7sKuZ0F6zsD6838yIvI57qS/9aAMKbUGP7sN/FKS"
+    "RfPQ==;EndpointSuffix=core.windows.net\n5FEATURE_FLAGS=search,beta-ui\n6CACHE_TTL=443",
     # a PEM marker with its dashes miscounted
     "pem-dashes": PRIVATE_KEY.replace("-----BEGIN", "--BEGIN").replace("Y-----\nM", "Y--\nM"),
 }
@@ -258,9 +278,23 @@ def test_credentials_misread_by_ocr_are_still_found(text: str) -> None:
         "proxy: http://proxy.corp:3128\nredis://cache.internal:6379/0",
         "https://maps.google.com/@37.7,-122.4 and http://localhost:abc/data.json",
         "token = auth.session.refresh_token",  # code, not a value
+        # words and a token after a secret's key: a label, however OCR spaced it
+        "password: see the vault entry db-prod-01",
+        'password = "my first dog Rex 2"',
+        # numbered lines whose numbers do not count up are not an editor's
+        "1 apple\nSecret: apple pie\n7 pears\n30 grapes",
         # a sentence that opens a quote on one line and closes it on the next
         'He wrote "the deployment for customer accounts\nfinished" and the password policy',
     ],
 )
 def test_repairing_what_ocr_read_raises_no_false_alarm(text: str) -> None:
     assert find_secrets_in_read_text(text) == [], text
+
+
+def test_a_token_on_the_longest_line_is_not_joined_to_the_next_key() -> None:
+    """The longest line is not wrapped onto a next line that starts with a key of its
+    own: joined, the token would run on into ``APP_ENV`` and no longer end where a token
+    ends."""
+    token = "sk_live_4eC39HqLyjWDarjtT1zdp7dcQ8rT2xW9aB3dE5gH7jK9mN1pQ3sT"
+    text = f"LOG_LEVEL=info\nSTRIPE_KEY={token}\nAPP_ENV=production\nPORT=8080"
+    assert [finding.detail for finding in find_secrets_in_read_text(text)] == ["stripe_key"]

@@ -120,7 +120,8 @@ _PLACEHOLDERS = frozenset((
     "mypassword", "my_password", "your_api_key", "your_token", "your_secret", "notasecret",
 ))
 # fmt: on
-_TEMPLATE = re.compile(r"^\$|^%|\$\{|\{\{|%\(|%s|<[^>]*>|^\.\.\.|^your[_\-]|^my[_\-]")
+# a template's slot: ``${X}``, ``{{x}}``, ``%(x)s``, ``%s`` (not ``%sQ`` in a random password)
+_TEMPLATE = re.compile(r"^\$|^%|\$\{|\{\{|%\(|%s(?![a-z0-9])|<[^>]*>|^\.\.\.|^your[_\-]|^my[_\-]")
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _DIGIT_OR_SYMBOL = re.compile(r"[0-9]|[^A-Za-z0-9_.]")
 _MIN_SECRET_LENGTH = 6
@@ -297,6 +298,25 @@ _WRAPPED_LINE = 60  # terminals wrap at 80 columns or more; OCR may drop a few c
 _WRAP_END = re.compile(r"[A-Za-z0-9_\-./+=]{16}$")
 _WRAP_START = re.compile(r"[A-Za-z0-9_\-./+=]{8}")
 _STRING_WRAP_END = re.compile(r"[A-Za-z0-9_\-./+=;:]{8}$")
+_SPACED_PIECES = 8
+_SPACED_VALUE = 16
+_SPACED_KEY = re.compile(
+    r"(?m)(?<![A-Za-z0-9_.\-])(?P<first>[A-Za-z0-9_.\-]{1,32}) (?P<second>[A-Za-z0-9_.\-]{1,32})"
+    r"(?=[\"']?[ \t]*(?::=|=>|[:=](?!=)))"
+)
+# An editor's line numbers at the start of the lines, glued to the text or not; a line
+# without one between numbers n and n + 1 is line n wrapped by the editor
+_LINE_NUMBER = re.compile(r"[ \t]*(\d{1,5})(?!\d)")
+_MIN_NUMBERED = 3
+_WRAPPED_ROW = 40
+_ROW_END = re.compile(r"[A-Za-z0-9_\-./+=;:]$")
+_ROW_START = re.compile(r"[A-Za-z0-9_\-./+=]")
+# A line that starts with a key of its own (``APP_ENV=``, ``log_level:``, ``PORT=``) is
+# not the line before going on, however long that one is (``tKey=`` and ``ountKey=`` are)
+_OWN_KEY = re.compile(
+    r"(?:export[ \t]+)?(?:[A-Za-z][A-Za-z0-9]*(?:[_.\-][A-Za-z0-9]+)+|[A-Z][A-Z0-9]{2,})"
+    r"[\"']?[ \t]*(?::=|=>|[:=](?!=))"
+)
 _CONFUSED_PREFIXES = ((re.compile(r"\bx0x(?=[abprs]-)"), "xox"), (re.compile(r"\bAlza"), "AIza"))
 # A URL's credentials as OCR reads them: spaces read into the scheme and around ``://``,
 # around the user's colon and inside the password ("po stg re s : // app:Ye yCsghbp2@db")
@@ -339,60 +359,160 @@ def _url_repaired(text: str) -> str:
 
 
 def _key_repaired(match: re.Match[str]) -> str:
-    key = match.group("key")
+    """A key's name with its digits read for letters undone; digits it starts with stay
+    (an editor's line number glued to the line: ``5FEATURE_FLAGS``)."""
+    whole = match.group("key")
+    key = whole.lstrip("0123456789")
     letters = sum(char.isalpha() for char in key)
     if letters < 0.6 * len(key):
-        return key  # a number, a version: not a key name misread
+        return whole  # a number, a version: not a key name misread
     upper = sum(char.isupper() for char in key) > letters / 2
     for digit, letter in _KEY_DIGITS.items():
         key = key.replace(digit, letter.upper() if upper else letter)
-    return _KEV.sub("Y" if upper else "y", key)
+    return whole[: len(whole) - len(whole.lstrip("0123456789"))] + _KEV.sub(
+        "Y" if upper else "y", key
+    )
+
+
+def _joins(first: str, second: str) -> bool:
+    """Whether two pieces read with one space between them may be one token's: neither
+    a number, nor after a key's operator or a list's comma, both token-like."""
+    return (
+        not first.endswith((":", "=", ",", ";"))
+        and not first.isdigit()
+        and not second.isdigit()
+        and _TOKEN_LIKE.search(first) is not None
+        and _TOKEN_LIKE.search(second) is not None
+        and any(char.isalnum() for char in first)
+        and any(char.isalnum() for char in second)
+    )
 
 
 def _joined_line(line: str) -> str:
+    """``line`` with the spaces OCR read inside a token taken out: a run of pieces one
+    space apart, each pair of which ``_joins``, and one of them long (``sk-proj -_Yhf
+    jmtNpX-4Y3F…``: a short piece in the middle joins too)."""
     line = _SPACED_DOT.sub(r"\g<left>\g<dot>", line)
     pieces = [(match.start(), match.end()) for match in _PIECE.finditer(line)]
+    runs: list[list[tuple[int, int]]] = []
+    for piece in pieces:
+        if runs:
+            (start, end) = runs[-1][-1]
+            if line[end : piece[0]] == " " and _joins(line[start:end], line[piece[0] : piece[1]]):
+                runs[-1].append(piece)
+                continue
+        runs.append([piece])
     out = []
     last = 0
-    for (start, end), (next_start, next_end) in itertools.pairwise(pieces):
-        first, second = line[start:end], line[next_start:next_end]
-        gap = line[end:next_start]
-        if (
-            gap == " "
-            and not first.endswith((":", "=", ",", ";"))
-            and not first.isdigit()
-            and not second.isdigit()
-            and _TOKEN_LIKE.search(first)
-            and _TOKEN_LIKE.search(second)
-            and max(len(first), len(second)) >= _LONG_PIECE
-            and any(char.isalnum() for char in first)
-            and any(char.isalnum() for char in second)
-        ):
-            out.append(line[last:end])
-            last = next_start
+    for run in runs:
+        if len(run) > 1 and max(end - start for start, end in run) >= _LONG_PIECE:
+            for (_, end), (next_start, _) in itertools.pairwise(run):
+                out.append(line[last:end])
+                last = next_start
     out.append(line[last:])
     return "".join(out)
 
 
+def _spaced_value(line: str) -> str:
+    """``line`` with the value of a key that names a secret read whole: a quoted value
+    that closes on the line, or an unquoted one to the line's end, whose pieces are
+    token-like (half of them at least: ``"AI zaG H4mAFtu BVo YMZ-QoG YKNPP sMzT…"``,
+    ``SG. aShMdx - IWCa0E. 42MVe…``), 16 characters or more. Words with spaces ("Enter
+    your password") are a label and stay as they are."""
+    lowered = line.lower()
+    if not any(hint in lowered for hint in _KEY_HINTS):
+        return line
+    for operator in _ASSIGNMENT_OPERATOR.finditer(line):
+        if _KEY.search(line, max(0, operator.start() - _KEY_LOOKBEHIND), operator.start()):
+            break
+    else:
+        return line
+    start = operator.end() + len(line[operator.end() :]) - len(line[operator.end() :].lstrip())
+    if start < len(line) and line[start] in "\"'`":
+        end = line.find(line[start], start + 1)
+        if end == -1:
+            return line
+        start += 1
+    else:
+        end = len(line.rstrip())
+    pieces = line[start:end].split()
+    if not 2 <= len(pieces) <= _SPACED_PIECES:
+        return line
+    joined = "".join(pieces)
+    token_like = sum(bool(_TOKEN_LIKE.search(piece)) and not piece.isdigit() for piece in pieces)
+    if len(joined) < _SPACED_VALUE or 2 * token_like < len(pieces):
+        return line
+    return line[:start] + joined + line[end:]
+
+
+def _spaced_key(match: re.Match[str]) -> str:
+    """A key name OCR read with a space inside (``db_pas sword``), joined when the two
+    halves name a secret together and the second alone does not."""
+    first, second = match.group("first"), match.group("second")
+    if _KEY.search(first + second) and not _KEY.search(second):
+        return first + second
+    return match.group(0)
+
+
+def _numbered_rows(lines: list[str]) -> tuple[set[int], set[int]]:
+    """The lines an editor numbered, and those it wrapped onto: where three lines or more
+    start with a number and most count up by one, a line without one between numbers n
+    and n + 1 goes on with line n (``4AZURE_…;Accoun`` / ``tKey=…`` / ``5…``)."""
+    numbered = [
+        (index, int(match.group(1)))
+        for index, line in enumerate(lines)
+        if (match := _LINE_NUMBER.match(line))
+    ]
+    pairs = list(itertools.pairwise(numbered))
+    counting = sum(after == before + 1 for (_, before), (_, after) in pairs)
+    if len(numbered) < _MIN_NUMBERED or 5 * counting < 4 * len(pairs):
+        return set(), set()
+    wrapped = {
+        index
+        for (first, before), (last, after) in pairs
+        if after == before + 1
+        for index in range(first + 1, last)
+    }
+    return {index for index, _ in numbered}, wrapped
+
+
 def _unwrapped(lines: list[str]) -> list[str]:
     """Lines a terminal or an editor wrapped joined again: a line about as long as the
-    longest, ending in a long unbroken token, and a next line that goes on with one; or a
+    longest, ending in a long unbroken token, and a next line that goes on with one; a
     line that ends inside a string it opened, mid-token, and a next line that goes on with
-    the token and closes the string (``"…;Acc`` and ``ountKey=…"``)."""
+    the token and closes the string (``"…;Acc`` and ``ountKey=…"``); or a line an editor
+    numbered and a next line it did not (``_numbered_rows``; a numbered line never goes on
+    with the one before). A next line that starts with a key of its own (``APP_ENV=``)
+    does not go on with the longest line, and one that holds whole strings of its own
+    (``CACHE_TTL = "446"``) does not go on with a string the line before left open: that
+    string's closing quote was lost, or cut off by the window."""
     width = max((len(line) for line in lines), default=0)
+    numbered, wrapped = _numbered_rows(lines)
     out: list[str] = []
     previous = ""
-    for line in lines:
-        if (
-            len(previous) >= max(_WRAPPED_LINE, _WRAPPED_SHARE * width)
-            and _WRAP_END.search(previous)
-            and _WRAP_START.match(line)
-        ) or (
-            len(previous) >= _WRAPPED_LINE
-            and previous.count('"') % 2 == 1
-            and line.count('"') % 2 == 1
-            and _STRING_WRAP_END.search(previous)
-            and _WRAP_START.match(line)
+    for index, line in enumerate(lines):
+        opened = previous.count('"') % 2 == 1
+        if index not in numbered and (
+            (
+                len(previous) >= max(_WRAPPED_LINE, _WRAPPED_SHARE * width)
+                and _WRAP_END.search(previous)
+                and _WRAP_START.match(line)
+                and not _OWN_KEY.match(line)
+                and not (opened and line.count('"') and line.count('"') % 2 == 0)
+            )
+            or (
+                len(previous) >= _WRAPPED_LINE
+                and opened
+                and line.count('"') % 2 == 1
+                and _STRING_WRAP_END.search(previous)
+                and _WRAP_START.match(line)
+            )
+            or (
+                index in wrapped
+                and len(out[-1]) >= _WRAPPED_ROW
+                and _ROW_END.search(out[-1])
+                and _ROW_START.match(line)
+            )
         ):
             out[-1] += line
         else:
@@ -403,13 +523,14 @@ def _unwrapped(lines: list[str]) -> list[str]:
 
 def repaired_read_text(text: str) -> str:
     """``text`` as OCR read it, with what OCR does to credentials undone: digits read for
-    letters in key names, spaces read inside a token or a URL's credentials, a URL's ``@``
-    read as ``a``, a token's prefix misread (``x0xb-``),
+    letters in key names, spaces read inside a key's name, a token, a secret's value or a
+    URL's credentials, a URL's ``@`` read as ``a``, a token's prefix misread (``x0xb-``),
     a PEM marker's dashes miscounted, a quoted value cut off by the edge of the screen
     closed again, and a line a terminal wrapped joined again. Only for finding secrets: the
     repaired text is never shown or sent."""
-    text = _READ_KEY.sub(_key_repaired, _url_repaired(text))
-    text = "\n".join(_unwrapped([_joined_line(line) for line in text.split("\n")]))
+    text = _READ_KEY.sub(_key_repaired, _SPACED_KEY.sub(_spaced_key, _url_repaired(text)))
+    lines = [_spaced_value(_joined_line(line)) for line in text.split("\n")]
+    text = "\n".join(_unwrapped(lines))
     for pattern, prefix in _CONFUSED_PREFIXES:
         text = pattern.sub(prefix, text)
     text = _DASHES.sub(r"-----\g<marker>-----", text)
