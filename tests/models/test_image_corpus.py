@@ -199,3 +199,24 @@ def test_images_drawn_beyond_the_corpus_start_past_it_and_can_be_named() -> None
         next(imagegen.more("dev", "mrz", 10, 1))
     with pytest.raises(ValueError, match="no scenario 'passports'"):
         next(imagegen.more("dev", "passports", 100, 1))
+
+
+@pytest.mark.parametrize("name", ["dev/td3-1180", "dev/td3-1202"])
+def test_a_passport_photographed_small_is_read_from_a_sharper_enlargement(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Passports photographed small, 5-7 px a character, drawn beyond the corpus the way
+    ``dev`` draws its own: their zone's crops, enlarged bilinearly to the recogniser's
+    48 px, came back garbled at every look; the second look enlarges them bicubically, and
+    they verify."""
+    from vsr_extproc.detectors import find_mrz
+    from vsr_extproc.runtime import ocr
+    from vsr_extproc.runtime.images import decode_image
+    from vsr_extproc.signals.image_text import verified_mrz
+
+    image = decode_image(imagegen.sample(name).data).image
+    result = ocr.OcrEngine(mrz_check=verified_mrz).read(image)
+    assert [(m.format, m.valid) for m in find_mrz(result.text)] == [("td3", True)]
+    monkeypatch.setattr(ocr, "_SMALL_CROP", 0)  # no crop enlarged bicubically
+    bilinear = ocr.OcrEngine(mrz_check=verified_mrz).read(image)
+    assert not any(match.valid for match in find_mrz(bilinear.text))

@@ -255,6 +255,11 @@ READ = {
     "4AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=assetsO1;Accoun"
     "\ntKey=1Z6XM6K/2TGckb0vy9yf+i8gPP3/on56iMYNqvdXMs7sKuZ0F6zsD6838yIvI57qS/9aAMKbUGP7sN/FKS"
     "RfPQ==;EndpointSuffix=core.windows.net\n5FEATURE_FLAGS=search,beta-ui\n6CACHE_TTL=443",
+    # ... and the wrapped part going on with digits, which are no line number
+    "numbered-wrap-digits": "1LOG_LEVEL=info\n2REGION=eu-west-1\n3P0RT=8080\n"
+    "4AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=assetsO1;AccountKey=1"
+    "\n26XM6K/2TGckb0vy9yf+i8gPP3/on56iMYNqvdXMs7sKuZ0F6zsD6838yIvI57qS/9aAMKbUGP7sN/FKS"
+    "RfPQ==;EndpointSuffix=core.windows.net\n5FEATURE_FLAGS=search,beta-ui\n6CACHE_TTL=443",
     # a PEM marker with its dashes miscounted
     "pem-dashes": PRIVATE_KEY.replace("-----BEGIN", "--BEGIN").replace("Y-----\nM", "Y--\nM"),
 }

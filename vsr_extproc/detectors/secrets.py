@@ -458,10 +458,21 @@ def _numbered_rows(lines: list[str]) -> tuple[set[int], set[int]]:
     """The lines an editor numbered, and those it wrapped onto: where three lines or more
     start with a number and most count up by one, a line without one between numbers n
     and n + 1 goes on with line n (``4AZURE_…;Accoun`` / ``tKey=…`` / ``5…``)."""
-    numbered = [
+    starts = [
         (index, int(match.group(1)))
         for index, line in enumerate(lines)
         if (match := _LINE_NUMBER.match(line))
+    ]
+    # a number one from neither neighbour's is the line's own text (a wrapped token that
+    # goes on with digits), not the editor's
+    numbered = [
+        (index, number)
+        for position, (index, number) in enumerate(starts)
+        if any(
+            abs(number - other) == 1
+            for _, other in starts[max(0, position - 1) : position]
+            + starts[position + 1 : position + 2]
+        )
     ]
     pairs = list(itertools.pairwise(numbered))
     counting = sum(after == before + 1 for (_, before), (_, after) in pairs)
