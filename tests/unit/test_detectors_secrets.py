@@ -130,7 +130,7 @@ def test_assignments_report_the_value(text: str, expected: list[tuple[str, str]]
         'password = "********"',
         "password: changeme",
         'password = "${DB_PASSWORD}"',
-        'password = "%s"',
+        'password = "%s-%s-%s"',
         "db_password: %(password)s",
         'password = "your_password"',
         'PASSWORD = os.environ["DB_PASSWORD"]',
@@ -286,8 +286,10 @@ def test_credentials_misread_by_ocr_are_still_found(text: str) -> None:
         # words and a token after a secret's key: a label, however OCR spaced it
         "password: see the vault entry db-prod-01",
         'password = "my first dog Rex 2"',
-        # numbered lines whose numbers do not count up are not an editor's
-        "1 apple\nSecret: apple pie\n7 pears\n30 grapes",
+        # a line between numbers that do not count up is no wrapped line: "AKIA" at the end
+        # of one line and the rest of a key on the next stay apart
+        "1 the access key id prefix for this account is AKIA\nIOSFODNN7EXAMPLE is the sample"
+        "\n7 pears\n30 grapes",
         # a sentence that opens a quote on one line and closes it on the next
         'He wrote "the deployment for customer accounts\nfinished" and the password policy',
     ],
