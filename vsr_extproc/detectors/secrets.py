@@ -150,16 +150,22 @@ def _assigned_secret_confidence(value: str, quoted: bool) -> float | None:
     return 0.8 if has_digit_or_symbol else None
 
 
-def _assignments(text: str) -> Iterator[Finding]:
-    """Values assigned to secret-named keys: found from each ":" or "=" backwards to the
-    key and forwards to the value, which is cheaper than matching keys everywhere."""
+def _secret_keys(text: str) -> Iterator[tuple[re.Match[str], re.Match[str]]]:
+    """(key, operator) of each assignment to a key that names a secret: found from each
+    ":" or "=" backwards to the key, which is cheaper than matching keys everywhere."""
     lowered = text.lower()
     if not any(hint in lowered for hint in _KEY_HINTS):
         return
     for operator in _ASSIGNMENT_OPERATOR.finditer(text):
         key = _KEY.search(text, max(0, operator.start() - _KEY_LOOKBEHIND), operator.start())
-        if key is None:
-            continue
+        if key is not None:
+            yield key, operator
+
+
+def _assignments(text: str) -> Iterator[Finding]:
+    """Values assigned to secret-named keys (``_secret_keys``), read forwards from the
+    operator."""
+    for key, operator in _secret_keys(text):
         value = _VALUE.match(text, operator.end())
         if value is None:
             continue
@@ -363,26 +369,28 @@ def _key_repaired(match: re.Match[str]) -> str:
     (an editor's line number glued to the line: ``5FEATURE_FLAGS``)."""
     whole = match.group("key")
     key = whole.lstrip("0123456789")
+    number = whole[: len(whole) - len(key)]
     letters = sum(char.isalpha() for char in key)
     if letters < 0.6 * len(key):
         return whole  # a number, a version: not a key name misread
     upper = sum(char.isupper() for char in key) > letters / 2
     for digit, letter in _KEY_DIGITS.items():
         key = key.replace(digit, letter.upper() if upper else letter)
-    return whole[: len(whole) - len(whole.lstrip("0123456789"))] + _KEV.sub(
-        "Y" if upper else "y", key
-    )
+    return number + _KEV.sub("Y" if upper else "y", key)
+
+
+def _token_piece(piece: str) -> bool:
+    """Whether a piece of a line may be part of a token: token-like, and not a number."""
+    return not piece.isdigit() and _TOKEN_LIKE.search(piece) is not None
 
 
 def _joins(first: str, second: str) -> bool:
     """Whether two pieces read with one space between them may be one token's: neither
-    a number, nor after a key's operator or a list's comma, both token-like."""
+    after a key's operator or a list's comma, both token pieces with a letter or digit."""
     return (
         not first.endswith((":", "=", ",", ";"))
-        and not first.isdigit()
-        and not second.isdigit()
-        and _TOKEN_LIKE.search(first) is not None
-        and _TOKEN_LIKE.search(second) is not None
+        and _token_piece(first)
+        and _token_piece(second)
         and any(char.isalnum() for char in first)
         and any(char.isalnum() for char in second)
     )
@@ -419,14 +427,10 @@ def _spaced_value(line: str) -> str:
     token-like (half of them at least: ``"AI zaG H4mAFtu BVo YMZ-QoG YKNPP sMzT…"``,
     ``SG. aShMdx - IWCa0E. 42MVe…``), 16 characters or more. Words with spaces ("Enter
     your password") are a label and stay as they are."""
-    lowered = line.lower()
-    if not any(hint in lowered for hint in _KEY_HINTS):
+    found = next(_secret_keys(line), None)
+    if found is None:
         return line
-    for operator in _ASSIGNMENT_OPERATOR.finditer(line):
-        if _KEY.search(line, max(0, operator.start() - _KEY_LOOKBEHIND), operator.start()):
-            break
-    else:
-        return line
+    _, operator = found
     start = operator.end() + len(line[operator.end() :]) - len(line[operator.end() :].lstrip())
     if start < len(line) and line[start] in "\"'`":
         end = line.find(line[start], start + 1)
@@ -439,7 +443,7 @@ def _spaced_value(line: str) -> str:
     if not 2 <= len(pieces) <= _SPACED_PIECES:
         return line
     joined = "".join(pieces)
-    token_like = sum(bool(_TOKEN_LIKE.search(piece)) and not piece.isdigit() for piece in pieces)
+    token_like = sum(_token_piece(piece) for piece in pieces)
     if len(joined) < _SPACED_VALUE or 2 * token_like < len(pieces):
         return line
     return line[:start] + joined + line[end:]
