@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vsr_extproc.detectors import code_score
-from vsr_extproc.detectors.code import screen_lines
+from vsr_extproc.detectors.code import LINE_MODEL_THRESHOLD, line_code_probability, screen_lines
 
 CODE = {
     "python": """import json
@@ -976,3 +976,63 @@ def test_a_shell_case_of_options_reads_as_code() -> None:
     # line ending in a backslash goes on on the next
     assert code_score(SHELL_CASE).score >= 0.5, code_score(SHELL_CASE)
     assert code_score(OPTIONS_IN_PROSE).score < 0.5, code_score(OPTIONS_IN_PROSE)
+
+
+# a diff with too few changed lines to strip their markers (3 of 12), the changes comments
+DIFF_OF_COMMENTS = """ http = require 'http'
+ urls = ['http://www.google.com', 'http://www.nodejs.org']
++# This function sends a request to each address in turn and waits for the answer
++# before it moves on to the next one, so the answers come back in the same order
+-# Every request here runs in order and each of them takes as long as the slowest
+ task series_demo()
+   total_time = 0
+   for url in urls
+     timer = new Date
+     delay = new Date() - timer
+     total_time += delay
+   print total_time
+"""
+
+
+def test_a_comment_behind_a_diff_marker_counts_for_neither_side() -> None:
+    # marked or not, a comment is the program's prose, not the screen's
+    unchanged = "\n".join(
+        line for line in DIFF_OF_COMMENTS.splitlines() if not line.startswith(("+#", "-#"))
+    )
+    assert code_score(DIFF_OF_COMMENTS).score == code_score(unchanged).score >= 0.5
+
+
+LEAN_WITH_HEADER = """/-
+Copyright (c) 2017 Johannes Hölzl. All rights reserved.
+Released under Apache 2.0 license as described in the file LICENSE.
+Authors: Johannes Hölzl
+This file proves several formulations of the lemma, and the variants
+that are used most often are stated first, with the others after them.
+-/
+import Mathlib.Order.Chain
+variable {α : Type*} {r : α → α → Prop}
+theorem exists_maximal (h : ∀ c, IsChain r c → ∃ ub, ∀ a ∈ c, r a ub) :
+    ∃ m, ∀ a, r m a → r a m := by
+  exact h
+"""
+
+
+def test_lean_and_lisp_block_comments_are_comments() -> None:
+    assert code_score(LEAN_WITH_HEADER).score >= 0.5, code_score(LEAN_WITH_HEADER)
+    lisp = LEAN_WITH_HEADER.replace("/-", "#|").replace("-/", "|#")
+    assert [line for line, _ in screen_lines(lisp)][6] == "|#"
+    assert code_score(lisp).score == code_score(LEAN_WITH_HEADER).score
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "parseLine :: String -> Either String Int",  # Haskell
+        "mov rax, qword ptr [rbp - 8]",  # assembly
+        "(defmethod area ((s square)) (* (side s) (side s)))",  # Common Lisp
+        "always @(posedge clk) begin",  # Verilog
+    ],
+)
+def test_lines_of_languages_the_machine_has_no_sources_of_are_code(line: str) -> None:
+    # the line model is fitted on pinned upstream sources of such languages too
+    assert line_code_probability(line) >= LINE_MODEL_THRESHOLD

@@ -204,7 +204,8 @@ _MIN_SHAPE = 3
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too);
 # Erlang's, LaTeX's and MATLAB's ``%%`` glued to its text (``%%%API``) too
 _COMMENT = re.compile(
-    r"^\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
+    # (behind a diff's ``+`` or ``-`` too, where too few lines carry one to strip them)
+    r"^[+\-]?\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
     # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``//`` as ``I/``
     # (glued to the comment's first word too: ``I/does``), ``%%`` as ``8%``,
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)
@@ -219,7 +220,15 @@ _FILE_NAME = re.compile(
     r"|hrl|ex|exs|ml|mli|hs|clj|php|pl|pm|sh|bash|zsh|swift|sql|r|R|m|vue|dart)\s*$"
 )
 # block comments (opener, closer): a licence header's " * ..." lines are comment, not prose
-_BLOCK_COMMENTS = (("/*", "*/"), ("(*", "*)"), ("{-", "-}"), ("<!--", "-->"), ("--[[", "]]"))
+_BLOCK_COMMENTS = (
+    ("/*", "*/"),
+    ("(*", "*)"),
+    ("{-", "-}"),
+    ("<!--", "-->"),
+    ("--[[", "]]"),
+    ("/-", "-/"),  # Lean
+    ("#|", "|#"),  # Lisp, Scheme, Racket
+)
 # a block comment's continuation line: `` * text``, ``*text`` as OCR glues it, and the
 # recogniser's ``米`` for a faint ``*`` (not ``*/``, ``**``, ``*)``, ``*=``)
 _STARRED = re.compile(r"^\s*[*米](?![*/)=])")

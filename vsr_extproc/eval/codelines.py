@@ -11,8 +11,14 @@ Code (one language per glob; comment lines and sentence-like lines are left out,
 comment is prose): Python's standard library, C headers, PyTorch's C++ and CUDA headers,
 Cython sources, Perl modules, Vim script, Tcl, CMake modules, PostgreSQL's extension SQL,
 Fortran, npm's JavaScript, PHP, shell, CSS, Go, Emacs Lisp, awk and PowerShell — whatever
-of these the machine has (the report lists the lines each gave). Pygments' example files,
-the image corpus's source of code screenshots, are never read.
+of these the machine has (the report lists the lines each gave); and 26 languages the
+machine has no sources of, from one upstream tarball each in the Debian archive, pinned by
+SHA-256 (``ARCHIVE_SOURCES``: Ruby, Scala, Haskell, Kotlin, Rust, Java, C#, Erlang, OCaml,
+Clojure, Elixir, Lua, R, TypeScript, Objective-C, Groovy, D, Nim, Common Lisp, Scheme,
+fixed-form Fortran, assembly, Pascal, Verilog, Crystal, CoffeeScript; at most
+``ARCHIVE_LINES`` lines each). Their licences vary (GPL, LGPL, Apache, MIT, EPL, BSD): the
+code is read, never shipped. Pygments' example files, the image corpus's source of code
+screenshots, are never read, nor are the Debian packages ``eval.codewindows`` measures on.
 
 Not code: licence texts and Debian copyright files (prose), the prose of this project's
 banks (requests and questions), the messages programs show in other languages (gettext
@@ -44,6 +50,7 @@ from vsr_extproc.detectors.code import (
     line_shape,
     shape_ngrams,
 )
+from vsr_extproc.eval import corpora
 
 SITE = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
 CODE_SOURCES = {
@@ -67,6 +74,200 @@ CODE_SOURCES = {
     "awk": "/usr/share/doc/**/*.awk",
     "powershell": "/usr/lib/node_modules/**/*.ps1",
 }
+
+
+def _debian(path: str, sha256: str) -> corpora.Archive:
+    return corpora.Archive(f"http://deb.debian.org/debian/pool/main/{path}", sha256)
+
+
+#: code in languages the machine has no sources of: upstream tarballs from the Debian
+#: archive, pinned by hash (``corpora.archive_members``); language: (archive, file endings)
+ARCHIVE_SOURCES: dict[str, tuple[corpora.Archive, tuple[str, ...]]] = {
+    "ruby": (
+        _debian(
+            "r/ruby-nokogiri/ruby-nokogiri_1.18.2+dfsg.orig.tar.xz",
+            "3fb79bae406a5765602c683a64f983d517c0bad956dada7b3b5f98bb87809c4d",
+        ),
+        (".rb",),
+    ),
+    "scala": (
+        _debian(
+            "j/json4s/json4s_3.5.1+really3.2.10.orig.tar.xz",
+            "7b0dd89a60bddd59152a90d8756f91afd89bd614e492f060c5910367354b4cc1",
+        ),
+        (".scala",),
+    ),
+    "haskell": (
+        _debian(
+            "h/haskell-megaparsec/haskell-megaparsec_9.5.0.orig.tar.gz",
+            "687008d6ddcadfd6603c805067f005067f0e428856fc83eceed68d0c6fc3da52",
+        ),
+        (".hs",),
+    ),
+    "kotlin": (
+        _debian(
+            "k/kotlinx-coroutines/kotlinx-coroutines_1.0.1.orig.tar.xz",
+            "361a1e02f2d223c0d8ee16f5cd3987202264f037a4eff5de0e29334c38d16782",
+        ),
+        (".kt",),
+    ),
+    "rust": (
+        _debian(
+            "r/rust-rand/rust-rand_0.8.5.orig.tar.gz",
+            "34af8d1a0e25924bc5b7c43c079c942339d8f0a8b57c39049bef581b46327404",
+        ),
+        (".rs",),
+    ),
+    "java": (
+        _debian(
+            "libc/libcommons-cli-java/libcommons-cli-java_1.6.0.orig.tar.xz",
+            "fc764c3dab50817d1c7440b904aa6fc7bbc0064117e42c8b99e28ecdcdd4ab0f",
+        ),
+        (".java",),
+    ),
+    "csharp": (
+        _debian(
+            "d/dbus-sharp/dbus-sharp_0.8.1.orig.tar.gz",
+            "0866c001f2d6e01a6f1b4d080db08d25ba1422e34c7d03020e0e70f3de3a9859",
+        ),
+        (".cs",),
+    ),
+    "erlang": (
+        _debian(
+            "e/erlang-luerl/erlang-luerl_1.2.3.orig.tar.gz",
+            "5a36b4562b5151d985e03415784fde2bb5577118ffaa496516b798322e58c80a",
+        ),
+        (".erl",),
+    ),
+    "ocaml": (
+        _debian(
+            "o/ocaml-re/ocaml-re_1.10.4.orig.tar.bz2",
+            "83eb3e4300aa9b1dc7820749010f4362ea83524742130524d78c20ce99ca747c",
+        ),
+        (".ml",),
+    ),
+    "clojure": (
+        _debian(
+            "c/core-async-clojure/core-async-clojure_1.5.648.orig.tar.xz",
+            "4ba28e871c01f7809cc6f843d5e6ce60462fcbf534b1cd047393e1f0c4bf0846",
+        ),
+        (".clj",),
+    ),
+    "elixir": (
+        _debian(
+            "e/elixir-ex-doc/elixir-ex-doc_0.35.1+dfsg.orig.tar.xz",
+            "e3957b7ffb8e27718df8cdc6aa76edab70541c42411caef757a773b700a972ca",
+        ),
+        (".ex", ".exs"),
+    ),
+    "lua": (
+        _debian(
+            "l/lua-busted/lua-busted_2.2.0.orig.tar.gz",
+            "befca10f573bb476fa1db2e3149150d65f802a71d34d1682679e640665f2dc2b",
+        ),
+        (".lua",),
+    ),
+    "r": (
+        _debian(
+            "r/r-cran-purrr/r-cran-purrr_1.0.4.orig.tar.gz",
+            "6c013724651c5daae56a7b8e126baef958d30d4c01dd0dda3d17fc43409b8e54",
+        ),
+        (".R",),
+    ),
+    "typescript": (
+        _debian(
+            "n/node-ajv/node-ajv_8.12.0~ds+~2.1.1.orig.tar.xz",
+            "1dc70255d4de2338826c06ba62875d898b7f96764b268ca2ba02b28ff0386acb",
+        ),
+        (".ts",),
+    ),
+    "objective-c": (
+        _debian(
+            "p/price.app/price.app_1.3.0.orig.tar.gz",
+            "464bca113731023b43949992456cfa054f2d0fa3e1c5e7b5ca399f3f6f0af49b",
+        ),
+        (".m",),
+    ),
+    "groovy": (
+        _debian(
+            "g/gant/gant_1.9.11.orig.tar.xz",
+            "f1cb6826a114fa491fded9a4b797d005bbe1c0b9bc0d1daa013478d9e5532976",
+        ),
+        (".groovy",),
+    ),
+    "d": (
+        _debian(
+            "a/appstream-generator/appstream-generator_0.9.1.orig.tar.gz",
+            "b3f8ea7c7cbcce3328319fc655a83e6464e9d1ba57d27e037043ff7123f6930d",
+        ),
+        (".d",),
+    ),
+    "nim": (
+        _debian(
+            "n/nim-regex/nim-regex_0.26.3+ds.orig.tar.xz",
+            "f62ad29b94068cb66ab323ae645634035c1cb77893e30cc9707d71311af90cc6",
+        ),
+        (".nim",),
+    ),
+    "common-lisp": (
+        _debian(
+            "c/cl-lparallel/cl-lparallel_20160825.orig.tar.gz",
+            "213bc89e6bbabe07fc3bcb21be1021b31f6f2ab1b7a2abb358a01ab9bee69c73",
+        ),
+        (".lisp",),
+    ),
+    "scheme": (
+        _debian(
+            "g/guile-git/guile-git_0.9.0.orig.tar.xz",
+            "434fc097db7605a440051b612c13aebadbf3bf05d180eedb6148dd9d63176369",
+        ),
+        (".scm",),
+    ),
+    "fortran": (
+        _debian(
+            "m/minpack/minpack_19961126+dfsg1.orig.tar.gz",
+            "7d10509cc0faefcbe38a06453cb13a40aaecd2bebc1594fb7ee0943429d8f6d1",
+        ),
+        (".f",),
+    ),
+    "assembly": (
+        _debian(
+            "x/x264/x264_0.164.3108+git31e19f9.orig.tar.gz",
+            "41606cb8e788a7f8c4514290646d4ba5c7bc68d9e1ccd1a73f446a90546913eb",
+        ),
+        (".asm", ".S"),
+    ),
+    "pascal": (
+        _debian(
+            "n/nbc/nbc_1.2.1.r4+dfsg.orig.tar.gz",
+            "3c92d789865a04c1e72e9ad274635b50d34b4c010fcd11e55d03c5620c3363a8",
+        ),
+        (".pas", ".pp", ".lpr"),
+    ),
+    "verilog": (
+        _debian(
+            "i/iverilog/iverilog_12.0.orig.tar.gz",
+            "a68cb1ef7c017ef090ebedb2bc3e39ef90ecc70a3400afb4aa94303bc3beaa7d",
+        ),
+        (".v",),
+    ),
+    "crystal": (
+        _debian(
+            "c/crystal/crystal_1.14.0+dfsg.orig.tar.xz",
+            "4cf851b2ea0a6ba4049a4c82960cec132a113df3e457a1cca24a98afa07faacd",
+        ),
+        (".cr",),
+    ),
+    "coffeescript": (
+        _debian(
+            "c/coffeescript/coffeescript_2.7.0+dfsg1.orig.tar.xz",
+            "895e74cbabb1140dfea10ce7b5965223cd1b6cea42becfaa80d570f3cc40cecd",
+        ),
+        (".coffee",),
+    ),
+}
+#: files no one writes by hand (a parser's tables, bundled and minified code)
+_GENERATED = re.compile(r"(?:\.min\.|[/_.-](?:generated|gen|vendor|dist|bundle)[/_.-])", re.I)
 PROSE_SOURCES = {
     "licences": "/usr/share/common-licenses/*",
     "copyright": "/usr/share/doc/*/copyright",
@@ -77,6 +278,7 @@ TRANSLATIONS = "/usr/share/locale/*/LC_MESSAGES/*.mo"
 TRANSLATED_LINES = 50  # a language's at most
 LINES_PER_FILE = 40
 LINES_PER_SOURCE = 3000
+ARCHIVE_LINES = 1500  # a downloaded language's at most
 PROSE_LINES = 6000
 FORM_LINES = 5000
 REGULARISATION = 2.0
@@ -91,16 +293,19 @@ def _sentence_like(line: str) -> bool:
     return len(words) >= 4 and sum(w.lower() in FUNCTION_WORDS for w in words) >= 0.25 * len(words)
 
 
-def _file_lines(path: str, rng: random.Random) -> list[str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")[:200_000]
-    except (OSError, UnicodeDecodeError):
-        return []
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+def _text_lines(text: str, rng: random.Random) -> list[str]:
+    lines = [line.strip() for line in text[:200_000].splitlines() if line.strip()]
     if len(lines) > LINES_PER_FILE:
         start = rng.randrange(len(lines) - LINES_PER_FILE)
         lines = lines[start : start + LINES_PER_FILE]
     return lines
+
+
+def _file_lines(path: str, rng: random.Random) -> list[str]:
+    try:
+        return _text_lines(Path(path).read_text(encoding="utf-8"), rng)
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def _sample(pattern: str, limit: int, rng: random.Random) -> list[str]:
@@ -114,14 +319,40 @@ def _sample(pattern: str, limit: int, rng: random.Random) -> list[str]:
     return lines[:limit]
 
 
+def _archive_sample(
+    archive: corpora.Archive, suffixes: tuple[str, ...], limit: int, rng: random.Random
+) -> list[str]:
+    """Up to ``limit`` lines of the archive's files in one language, a window of each file,
+    files in a shuffled order (a test folder's fixtures are no more likely than code)."""
+    files = [
+        (name, data)
+        for name, data in corpora.archive_members(archive, suffixes)
+        if not _GENERATED.search(name)
+    ]
+    rng.shuffle(files)
+    lines: list[str] = []
+    for _, data in files:
+        try:
+            lines += _text_lines(data.decode("utf-8"), rng)
+        except UnicodeDecodeError:
+            continue
+        if len(lines) >= limit:
+            break
+    return lines[:limit]
+
+
 def code_lines(rng: random.Random) -> dict[str, list[str]]:
-    return {
-        language: [
-            line
-            for line in _sample(pattern, LINES_PER_SOURCE, rng)
-            if not _COMMENT.match(line) and not _sentence_like(line)
-        ]
+    sampled = {
+        language: _sample(pattern, LINES_PER_SOURCE, rng)
         for language, pattern in CODE_SOURCES.items()
+    }
+    for language, (archive, suffixes) in ARCHIVE_SOURCES.items():
+        # a random source of their own: the machine's sources draw as they always did
+        own = random.Random(f"{language}/{archive.sha256}")
+        sampled[language] = _archive_sample(archive, suffixes, ARCHIVE_LINES, own)
+    return {
+        language: [line for line in lines if not _COMMENT.match(line) and not _sentence_like(line)]
+        for language, lines in sampled.items()
     }
 
 

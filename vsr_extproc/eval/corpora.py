@@ -296,6 +296,52 @@ def _verified(package: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class Archive:
+    """An upstream source tarball in the Debian archive, pinned by hash: real code in a
+    language whose sources no wheel ships."""
+
+    url: str
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+def archive_members(archive: Archive, suffixes: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    """Every ``(name, bytes)`` in the pinned tarball whose name ends in one of
+    ``suffixes``, by name; downloaded once into ``corpora_dir()`` and checked against its
+    SHA-256 (a folder that already holds it works offline)."""
+    import tarfile
+    import urllib.request
+
+    folder = corpora_dir()
+    path = folder / archive.filename
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(archive.url, timeout=120) as response:
+                partial.write_bytes(response.read())
+        except OSError as exc:
+            raise RouterError(
+                f"could not fetch {archive.url} into {folder}: {exc}"
+                " (copy the file there by hand to work offline)"
+            ) from exc
+        partial.replace(path)
+    if (digest := _digest(path)) != archive.sha256:
+        raise RouterError(f"{path} has SHA-256 {digest}, expected {archive.sha256}")
+    found = []
+    with tarfile.open(path) as opened:
+        for member in opened.getmembers():
+            if member.isfile() and member.name.endswith(suffixes):
+                handle = opened.extractfile(member)
+                if handle is not None:
+                    found.append((member.name, handle.read()))
+    return sorted(found)
+
+
 def read(package: str, member: str) -> str:
     with fetch(package) as archive:
         return archive.read(member).decode("utf-8")
