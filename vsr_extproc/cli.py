@@ -405,11 +405,16 @@ def _eval(args: argparse.Namespace) -> int:
     more = None
     if args.more is not None:
         scenario, scale = args.more
-        from vsr_extproc.eval.imagegen import COUNTS
+        from vsr_extproc.eval.imagegen import COUNTS, STRESS_SETS
 
-        if scenario not in COUNTS:
+        if scenario not in (*COUNTS, *STRESS_SETS):
             raise SystemExit(
-                f"--more: SCENARIO must be one of {', '.join(COUNTS)}, not {scenario!r}"
+                f"--more: SCENARIO must be one of {', '.join([*COUNTS, *STRESS_SETS])}, "
+                f"not {scenario!r}"
+            )
+        if STRESS_SETS.get(scenario, args.split) != args.split:
+            raise SystemExit(
+                f"--more: {scenario} is drawn for --split {STRESS_SETS[scenario]} only"
             )
         if not scale.isdigit() or int(scale) < 1:
             raise SystemExit(f"--more: SCALE must be a whole number of at least 1, not {scale!r}")

@@ -174,6 +174,9 @@ def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
     assert orjson.loads(out.read_bytes())["problems"][0]["stage"] == "ocr"
     assert main(["eval", "images", "--more", "mrz", "5", "--report", str(out)]) == 0
     assert asked[-1] == ("test", None, ("mrz", 5))
+    more = ["--more", "code_elsewhere", "1", "--report", str(out)]
+    assert main(["eval", "images", "--split", "dev", *more]) == 0
+    assert asked[-1] == ("dev", None, ("code_elsewhere", 1))
 
 
 @pytest.mark.parametrize(
@@ -182,6 +185,7 @@ def test_eval_images_passes_its_split_and_budget_and_writes_the_report(
         (["passports", "5"], "SCENARIO must be one of mrz, document, code"),
         (["mrz", "five"], "SCALE must be a whole number of at least 1, not 'five'"),
         (["mrz", "0"], "SCALE must be a whole number of at least 1, not '0'"),
+        (["code_elsewhere", "1"], "code_elsewhere is drawn for --split dev only"),
     ],
 )
 def test_eval_images_more_says_what_is_wrong_with_its_arguments(

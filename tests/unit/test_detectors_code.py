@@ -1036,3 +1036,30 @@ def test_lean_and_lisp_block_comments_are_comments() -> None:
 def test_lines_of_languages_the_machine_has_no_sources_of_are_code(line: str) -> None:
     # the line model is fitted on pinned upstream sources of such languages too
     assert line_code_probability(line) >= LINE_MODEL_THRESHOLD
+
+
+FORTRAN_WITH_LICENCE = """!!$  Redistribution and use in source and binary forms, with or without
+!!$  modification, are permitted provided that the following conditions
+!!$  are met:
+!!$    1. Redistributions of source code must retain the above copyright
+!!$       notice, this list of conditions and the following disclaimer.
+!!$    2. Redistributions in binary form must reproduce the above copyright
+!!$       notice, this list of conditions, and the following disclaimer in the
+!!$       documentation and/or other materials provided with the distribution.
+!!$
+subroutine psb_dgather(globx, locx, desc_a, info)
+  use psb_base_mod
+  implicit none
+  ! the global vector, gathered on every process
+  real(psb_dpk_), intent(out) :: globx(:)
+  integer(psb_ipk_) :: err_act, m, n
+  info = psb_success_
+  call psb_erractionsave(err_act)
+  m = psb_cd_get_global_rows(desc_a)
+end subroutine psb_dgather
+"""
+
+
+def test_fortran_comment_lines_are_comments() -> None:
+    # ``!`` and a licence's ``!!$`` lines are the program's prose, not the screen's
+    assert code_score(FORTRAN_WITH_LICENCE).score >= 0.5, code_score(FORTRAN_WITH_LICENCE)

@@ -3,6 +3,8 @@ its two splits share no seed, font, style, locale or source file."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from vsr_extproc.detectors import find_mrz
@@ -125,3 +127,16 @@ def test_a_document_without_an_mrz_is_a_form_with_an_identifying_value() -> None
     )
     assert not _document('def age():\n    born = "12.03.1981"  # date of birth\n    return born\n')
     assert not _document("RECEIPT\nCoffee 2.50\nCake 3.10\nTOTAL 5.60\nThank you")
+
+
+def test_dev_draws_code_in_languages_the_corpus_never_shows_and_test_never_does() -> None:
+    assert not set(imagegen.ELSEWHERE_FOLDERS) & set(imagegen.CODE_FOLDERS)
+    drawn = list(itertools.islice(imagegen.more("dev", "code_elsewhere", 100, 1), 3))
+    for sample in drawn:
+        assert sample.conditions[0].split("/")[0] in imagegen.ELSEWHERE_FOLDERS
+        assert sample.expected == {"code"}
+        assert sample.scenario == "code_elsewhere"
+    # one image by its name is the same image
+    assert imagegen.sample(drawn[1].name).data == drawn[1].data
+    with pytest.raises(ValueError, match="'dev' only"):
+        next(imagegen.more("test", "code_elsewhere", 100, 1))

@@ -204,8 +204,9 @@ _MIN_SHAPE = 3
 # inside code (a bullet "- " or "* " is not among them: lists are prose outside code too);
 # Erlang's, LaTeX's and MATLAB's ``%%`` glued to its text (``%%%API``) too
 _COMMENT = re.compile(
-    # (behind a diff's ``+`` or ``-`` too, where too few lines carry one to strip them)
-    r"^[+\-]?\s*(?:#(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
+    # (behind a diff's ``+`` or ``-`` too, where too few lines carry one to strip them;
+    # Fortran's ``!`` and ``!!$`` too)
+    r"^[+\-]?\s*(?:#(?:\s|$)|!+\$?(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
     # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``//`` as ``I/``
     # (glued to the comment's first word too: ``I/does``), ``%%`` as ``8%``,
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)

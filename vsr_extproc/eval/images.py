@@ -182,15 +182,19 @@ def summary(result: dict[str, Any]) -> str:
     drawn = result.get("more")
     corpus = "image corpus" if drawn is None else f"{drawn['scenario']} images beyond the corpus"
     out = [f"{corpus}, {result['split']} split, {result['images']} images, {read}"]
-    out.append(f"{'scenario':<12}{'detection':<10}{'recall':>8}{'found':>9}{'false alarms':>14}")
+    width = max([11, *map(len, result["scenarios"])]) + 1
+    out.append(
+        f"{'scenario':<{width}}{'detection':<10}{'recall':>8}{'found':>9}{'false alarms':>14}"
+    )
     for scenario, row in result["scenarios"].items():
         for name, values in row["detections"].items():
             recall = "-" if values["recall"] is None else f"{values['recall']:.3f}"
             out.append(
-                f"{scenario:<12}{name:<10}{recall:>8}{values['found']:>9}{values['false_alarms']:>14}"
+                f"{scenario:<{width}}{name:<10}{recall:>8}{values['found']:>9}"
+                f"{values['false_alarms']:>14}"
             )
         out.append(
-            f"{'':<12}latency p50 {row['p50_ms']:.0f} ms, p95 {row['p95_ms']:.0f} ms; "
+            f"{'':<{width}}latency p50 {row['p50_ms']:.0f} ms, p95 {row['p95_ms']:.0f} ms; "
             f"{row['incomplete']} of {row['images']} stopped by the budget"
         )
     precision = ", ".join(
