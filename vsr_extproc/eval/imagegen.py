@@ -626,9 +626,9 @@ CODE_FOLDERS = (
 )  # fmt: skip
 
 
-# Pygments example folders of programming languages the corpus never shows: ``dev``'s
-# stress set of code in languages nobody here tuned for (``more("dev", "code_elsewhere",
-# …)``); ``test`` never draws them
+# Pygments example folders of programming languages the corpus never shows (``CODE_FOLDERS``
+# are its languages): ``dev``'s stress set of unfamiliar code (``more("dev",
+# "code_elsewhere", …)``); ``test`` never draws them
 ELSEWHERE_FOLDERS = tuple(
     """ada agda ahk alloy apl applescript arduino as3 awk bbcbasic bc berry blitzbasic blitzmax
     boo ceylon chai chapel clay clean clojurescript cmake cobol coffee-script common-lisp coq cr
