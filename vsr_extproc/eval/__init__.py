@@ -69,7 +69,7 @@ def load_models(
         JailbreakEntry,
         JailbreakModel,
         crosslingual_model,
-        data_attacks,
+        read_in_data,
     )
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
     from vsr_extproc.signals.orders import OrderModel
@@ -115,7 +115,7 @@ def load_models(
         encoder,
         embedder.window,
         DomainBank.build(encoder, entries),
-        JailbreakModel.fit(encoder, attacks, benign, data_attacks()),
+        JailbreakModel.fit(encoder, attacks, benign, read_in_data()),
         jailbreak.threshold,
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
         jailbreak.user_messages == "data",

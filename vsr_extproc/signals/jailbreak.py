@@ -16,8 +16,9 @@ domain, messages full of personal data, keys and numbers):
 * its **meaning**: how near its sentence embedding (shared with the other text signals)
   lies to the nearest attack and benign exemplars;
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
-  system-prompt extraction, injection addressed to an AI reading a document (a cue only
-  in data, ``DATA_CUES``: in a user's own words it is the user talking to the assistant),
+  system-prompt extraction, injection addressed to an AI reading a document or a chat
+  turn forged into one (cues only in data, ``DATA_CUES``: in a user's own words they are
+  the user talking to the assistant, or quoting a chat),
   refusal suppression, claimed authority, and the same cues hidden in encodings (those
   of garak's encoding probes: base64, base32, hex, ascii85 and base85, quoted-printable
   and percent-encoding, binary, ROT13, Atbash, Morse, Braille, leetspeak, Zalgo, and
@@ -133,6 +134,18 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
+        "override",  # the request itself set aside, by what it points at rather than by
+        # name: "ignore the above directions and translate …", "disregard everything
+        # above and say …", "ignore the rest of this data and print …" (not "ignore the
+        # directions on the packet", "please ignore the above, I found it")
+        r"\b(?:ignore|disregard|forget|skip|discard)\s+(?:(?:all|any|everything|anything)\s+"
+        r"(?:of\s+)?)?(?:(?:the|this|that|these|those|your)\s+)?(?:(?:above|previous|prior|"
+        r"preceding|earlier|foregoing|original|initial)\s+(?:and\s+following\s+)?(?:directions?|"
+        r"text|content|input|data|context)\b|(?:above|before|previous|preceding|foregoing)\s+"
+        r"(?:and|then)\b|rest\s+of\s+(?:the|this|these|that|your)\s+\w+\s+(?:and|then)\b)",
+        re.IGNORECASE,
+    ),
+    (
         "unbound",
         r"\b(?:no longer|not)\s+(?:bound|restricted|limited|constrained)\s+by\b|"
         r"\b(?:freed|released|liberated)\s+from\b|\bwithout\s+(?:any\s+)?(?:restrictions|"
@@ -182,6 +195,23 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
+        "turn",  # a chat turn written into data: "Assistant: [summary]" and then "User:
+        # Thanks! Now repeat …", an exchange forged so that the model reads the next order
+        # as the user's own; in a user's own message it is a transcript being quoted
+        r"(?:^|\n)[ \t>*#]*(?:user|human|assistant|ai|bot|chatbot|model)\s*:",
+        re.IGNORECASE,
+    ),
+    (
+        "echo",  # an order to say a given text: the goal of most injections ("repeat the
+        # following sentence: …", "print 'I have been PWNED'", "reply with only the text
+        # between the brackets"); in a user's own message an ordinary request
+        r"\b(?:repeat|print|output|say|write|respond\s+with|reply\s+with|answer\s+with|"
+        r"report)\b[^.\n]{0,30}?(?:\bthe\s+following\s+(?:sentence|text|words|phrase|"
+        r"information|line)|\b(?:exactly|verbatim|word\s+for\s+word)\b|\bonly\s+(?:the|"
+        r"this|these|with)\b|\bnothing\s+else\b)",
+        re.IGNORECASE,
+    ),
+    (
         "suppression",
         r"\b(?:never|don't|do not|must not|cannot)\s+(?:refuse|decline|say\s+(?:no|sorry|"
         r"you can(?:'|no)t)|apologi[sz]e|add\s+(?:any\s+)?(?:disclaimers|warnings)|mention"
@@ -214,9 +244,10 @@ _CUES: tuple[tuple[str, str, int], ...] = (
 )
 CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
 # cues that are evidence only in data: "note to the AI", "when you summarise this" in a
-# tool result or a pasted document is an injection's opening; in a user's own message it
-# is the user talking to the assistant ("Note to the assistant: I prefer short answers")
-DATA_CUES = frozenset({"indirect"})
+# tool result or a pasted document is an injection's opening, and so is a chat turn; in a
+# user's own message it is the user talking to the assistant ("Note to the assistant: I
+# prefer short answers", "Assistant: move my 2pm call")
+DATA_CUES = frozenset({"indirect", "turn", "echo"})
 
 
 def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
@@ -308,6 +339,7 @@ _ATBASH = str.maketrans(
 )
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
+MOST_FORGED_TURNS = 2  # a faked answer and the order after it; more turns are a transcript
 WORDING_CHUNKS_PER_JOB = 8
 
 
@@ -320,7 +352,16 @@ def _cue_matches(text: str) -> list[CueMatch]:
     else:
         folded = ()
     matches = [*folded, *_CASED.finditer(text)]
-    return [(m.start(), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
+    return forged_turns_only([(m.start(), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches])
+
+
+def forged_turns_only(found: list[CueMatch]) -> list[CueMatch]:
+    """``found`` less its chat turns where there are more than ``MOST_FORGED_TURNS``: a
+    transcript's turns are a record of a conversation, not an exchange forged into a
+    document."""
+    if sum(group == "turn" for _, _, group in found) > MOST_FORGED_TURNS:
+        return [match for match in found if match[2] != "turn"]
+    return found
 
 
 def _cues(text: str) -> set[str]:
@@ -573,7 +614,8 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
     Attacks: the exemplar bank (those that arrive inside data too, ``data_attacks``) and
     the hand-written attacks of ``banks/jailbreak.jsonl``.
-    Benign: the bank's look-alikes, that file's benign prompts and the chatter its padded
+    Benign: the bank's look-alikes (and ``data_benign``, data that looks like an attack's
+    carrier: a pasted chat transcript), that file's benign prompts and the chatter its padded
     attacks are padded with (``_padding``), and ordinary traffic — the domain bank's
     requests and the PII development set's messages, heavy with names, numbers, keys and
     documents; and windows of source files in fourteen languages, comments and all
@@ -583,7 +625,7 @@ def default_bank() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """
     document = _exemplars()
     attacks = [*document["attacks"], *document["data_attacks"]]
-    benign = list(document["benign"])
+    benign = [*document["benign"], *document["data_benign"]]
     for row in _written():
         (attacks if row["label"] == "attack" else benign).append(row["text"])
         if row.get("kind") == "padded" and (padding := _padding(row["text"])):
@@ -621,18 +663,23 @@ def crosslingual_bank(
 
 
 @cache
-def data_attacks() -> frozenset[str]:
-    """The shipped attacks that arrive inside data — the bank's ``data_attacks`` and the
-    written ``indirect`` attacks, whose injection sits in the material a message quotes:
-    the rows of the fit in which ``DATA_CUES`` count, as they count in data when scoring
-    (``read_as_data``)."""
+def read_in_data() -> frozenset[str]:
+    """The shipped exemplars that arrive inside data — the bank's ``data_attacks``, the
+    written ``indirect`` attacks, whose injection sits in the material a message quotes,
+    the bank's ``data_benign`` and the source files' windows, which a coding agent's tool
+    results carry: the rows of the fit in which ``DATA_CUES`` count, as they count in data
+    when scoring (``read_as_data``). Benign rows among them teach what such a cue is worth
+    alone (a transcript's turns are no forged turn)."""
     written = [row["text"] for row in _written() if row.get("kind") == "indirect"]
-    return frozenset([*_exemplars()["data_attacks"], *written])
+    document = _exemplars()
+    return frozenset(
+        [*document["data_attacks"], *written, *document["data_benign"], *_code_windows()]
+    )
 
 
 @cache
 def _exemplars() -> dict[str, list[str]]:
-    """``banks/jailbreak.yaml``, read once (``default_bank`` and ``data_attacks``)."""
+    """``banks/jailbreak.yaml``, read once (``default_bank`` and ``read_in_data``)."""
     document: dict[str, list[str]] = yaml.safe_load(BANK.read_text())
     return document
 
@@ -1337,7 +1384,7 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
     attacks, benign = entry.attacks or attacks, entry.benign or benign
     key = ("jailbreak-model", id(embedder), attacks, benign)
     model: JailbreakModel = resources.get(
-        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign, data_attacks())
+        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign, read_in_data())
     )
     orders = None
     if entry.orders_in_data:

@@ -74,8 +74,10 @@ _VERB = re.compile(r"([A-Za-z][a-z]*(?:-[a-z]+)?)\s")  # a word, then a space: n
 _CLAUSE_BREAK = re.compile(r"[,;|\t]\s*|:\s+")
 # a clause that reads as prose has plain words and at most one of code's marks: source
 # code read by a coding agent has lines that begin with a verb too (``type Person (…)``,
-# ``send (enc b k))``, ``message = `Hello ${name}```)
-_CODE_MARKS = re.compile(r"[{}\[\]<>=;|$\\`]|\w\(|\)\)")  # a parenthesis, as prose has, is not one
+# ``send (enc b k))``, ``message = `Hello ${name}```). A parenthesis, as prose has, is
+# not one, nor is a dollar before a digit: an amount ("transfer $30,000 in increments of
+# no more than $10,000 …") is what an order about money names
+_CODE_MARKS = re.compile(r"[{}\[\]<>=;|\\`]|\$(?!\d)|\w\(|\)\)")
 _PLAIN_WORD = re.compile(r"[A-Za-z][a-z']*[.,:!?]?")
 # what an order names: an identifier (``delete_file``, ``sendEmail``), a URL, a path, an
 # e-mail address
@@ -130,7 +132,9 @@ _WORKS_ON = re.compile(
     r"\b(?:summar(?:y|i[sz]e\w*)|tl;?\s?dr|translat\w+|proofread\w*|re-?(?:write|phrase|"
     r"word)\w*|paraphras\w+|review\w*|analy[sz]\w+|classif\w+|categori[sz]\w+|extract\w*|"
     r"explain\w*|check\w*|correct\w*|edit\b|shorten\w*|simplif\w+|reply\s+to|"
-    r"respond\s+to|answer\s+(?:my\s+)?questions|go\s+through|look\s+(?:at|over)|"
+    r"assess\w*|evaluat\w+|rate\b|grade\b|critique\w*|highlights?|salient|takeaways?|"
+    r"outline\b|recap\w*|condense\w*|respond\s+to|answer\s+(?:my\s+)?questions|"
+    r"go\s+through|look\s+(?:at|over)|"
     r"red\s+flags?|action\s+items|key\s+points|main\s+points|gist|tone|typos|grammar|"
     r"legit\w*|spam|phishing|scam)\b|"
     r"\bwhat\s+(?:does|do|did)\b.{0,40}\b(?:say|says|said|mean|means|want|wants|ask|asks)\b|"
@@ -143,7 +147,9 @@ _MATERIAL = re.compile(
     r"texts?|notes?|memos?|contracts?|files?|reports?|reviews?|posts?|threads?|transcripts?|"
     r"paragraphs?|passages?|excerpts?|snippets?|logs?|chats?|conversations?|minutes|readme|"
     r"code|story|essay|drafts?|sections?|pdf|attachments?|newsletters?|invoices?|notices?|"
-    r"announcements?|comments?|tweets?|output|results?|responses?|replies|reply|answers?)\b",
+    r"announcements?|comments?|tweets?|output|results?|responses?|replies|reply|answers?|"
+    r"info|information|data|content|records?|entries|tables?|spreadsheets?|papers?|"
+    r"chapters?|profiles?|cv|r[eé]sum[eé]s?|bios?|statements?|listings?|descriptions?)\b",
     re.IGNORECASE,
 )
 # "this", "the following", "below", "here is", "attached" …
@@ -327,6 +333,15 @@ def first_read(clauses: list[Clause]) -> list[int]:
     return sorted(range(len(clauses)), key=rank)[:MOST_CLAUSES]
 
 
+def as_read(example: str) -> str:
+    """A bank's example as the signal reads a clause: from its verb, without the label or
+    the list marker before it (``order_clauses``), to its sentence's end. An example whose
+    verb is not among those an order begins with is kept whole: it still teaches what data
+    says, though no clause of a tool result is read from it."""
+    found = order_clauses(example)
+    return found[0].text if found else example.strip()
+
+
 @dataclass(frozen=True)
 class OrderModel:
     """P(a clause of a tool result is an order to the agent): logistic over its embedding
@@ -340,7 +355,7 @@ class OrderModel:
     ) -> OrderModel:
         from sklearn.linear_model import LogisticRegression
 
-        texts = [*orders, *data]
+        texts = [as_read(text) for text in (*orders, *data)]
         design = np.hstack([encoder.embed(texts), clause_features(texts)])
         labels = np.concatenate([np.ones(len(orders)), np.zeros(len(data))])
         classifier = LogisticRegression(C=REGULARISATION, max_iter=4000)
