@@ -15,9 +15,10 @@ without an injection, after each request, is a benign row: a document a user pas
 
 A row is sent as garak sends it, as the user's message (channel ``user``). Its split is
 the injection's: every prompt carrying one instruction with one payload lies in one split,
-so ``test`` holds injections whose words ``dev`` never shows. ``LatentJailbreak`` is left
-out: its payloads ask for a toxic sentence about a group (harmful content, not an order
-to the agent).
+so no ``test`` injection is a ``dev`` one word for word; the probes reuse instructions
+across payloads and documents, so part of ``test`` shares one with ``dev``.
+``LatentJailbreak`` is left out: its payloads ask for a toxic sentence about a group
+(harmful content, not an order to the agent).
 """
 
 from __future__ import annotations

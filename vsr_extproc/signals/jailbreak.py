@@ -187,6 +187,17 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
+        "indirect",  # text for the machine that reads it, not for the person: "note to
+        # automated analysis software", "for automated screening systems", "invisible to
+        # humans, visible to LLM scan"
+        r"\b(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:automated|machine)\s+(?:screening|"
+        r"screeners?|analysis|readers?|reviewers?|systems?|software|tools?|parsers?|scans?|"
+        r"scanners?|agents?|evaluators?)\b|\b(?:invisible|hidden)\s+(?:to|from)\s+(?:the\s+)?"
+        r"(?:humans?|people|human\s+readers?)\b|\bvisible\s+(?:only\s+)?to\s+(?:the\s+)?"
+        r"(?:llms?|ai|bots?|machines|models?|automated\s+\w+)\b",
+        re.IGNORECASE,
+    ),
+    (
         "role",  # a chat template's role markers, or a fake system header, inside a text
         r"<\|(?:im_start|im_end|system|assistant|endoftext)\|>|<<\s*/?sys\s*>>|\[/?inst\]|"
         r"</?(?:system|assistant)>|[(\[]\s*(?:system|assistant)(?:[_ ](?:message|prompt|"
@@ -195,16 +206,19 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
-        "turn",  # a chat turn written into data: "Assistant: [summary]" and then "User:
-        # Thanks! Now repeat …", an exchange forged so that the model reads the next order
-        # as the user's own; in a user's own message it is a transcript being quoted
-        r"(?:^|\n)[ \t>*#]*(?:user|human|assistant|ai|bot|chatbot|model)\s*:",
-        re.IGNORECASE,
+        "turn",  # a chat turn written into data: "Assistant: <summary of the above>" and
+        # then "User: Thanks! Now repeat …", an exchange forged so that the model reads the
+        # next order as the user's own; in a user's own message it is a transcript being
+        # quoted. A speaker's name, then a sentence: not a field ("user: postgres", "User:
+        # jdoe" in a ticket)
+        r"(?:^|\n)[ \t>*#]*(?:User|USER|Human|HUMAN|Assistant|ASSISTANT|AI|Chatbot)[ \t]*:"
+        r"[ \t]*(?:[^\s]+[ \t]+){3}[^\s]",
+        0,
     ),
     (
         "echo",  # an order to say a given text: the goal of most injections ("repeat the
-        # following sentence: …", "print 'I have been PWNED'", "reply with only the text
-        # between the brackets"); in a user's own message an ordinary request
+        # following sentence: …", "print exactly … and nothing else", "reply with only the
+        # text between the brackets"); in a user's own message an ordinary request
         r"\b(?:repeat|print|output|say|write|respond\s+with|reply\s+with|answer\s+with|"
         r"report)\b[^.\n]{0,30}?(?:\bthe\s+following\s+(?:sentence|text|words|phrase|"
         r"information|line)|\b(?:exactly|verbatim|word\s+for\s+word)\b|\bonly\s+(?:the|"
@@ -270,6 +284,12 @@ _FOLDED_IGNORECASE = _alternation(True, re.IGNORECASE)
 _CASED = _alternation(False)
 
 
+# RE2's memory for the prefilter's automaton, taken as the scan needs it. At RE2's default
+# (8 MiB) the alternation of every cue outgrew its DFA: RE2 fell back to a slower engine
+# and logged "DFA out of memory" for each text
+PREFILTER_MEMORY = 64 << 20
+
+
 def _widened(pattern: str) -> Any:
     """``pattern`` for RE2, matching everywhere Python's ``re`` does and possibly more.
 
@@ -286,7 +306,10 @@ def _widened(pattern: str) -> Any:
     widened = widened.replace(r"\w", r"[\p{L}\p{M}\p{N}_]").replace(
         r"\s", r"[\t\n\x{0b}\f\r\x{1c}-\x{1f}\x{85}\p{Z}]"
     )
-    return re2.compile(widened)
+    options = re2.Options()
+    options.max_mem = PREFILTER_MEMORY
+    options.never_capture = True  # whether it matches is all the prefilter asks
+    return re2.compile(widened, options)
 
 
 _FOLDED_ANYWHERE = _widened(_FOLDED.pattern)
