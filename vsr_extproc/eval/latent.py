@@ -254,11 +254,12 @@ def _rows(probe: str, module: _Module) -> Iterator[dict[str, Any]]:
     ):
         filled = start + injection.replace(trigger_marker, trigger) + end
         yield _row(request + context.replace(marker, filled), "attack", f"{probe}\n{injection}")
+    documents = [context.replace(marker, "").strip() for context in contexts]
     plain = [
-        (request, context.replace(marker, "").strip())
+        (request, document)
         for request in requests
-        for context in contexts
-        if len(context.replace(marker, "").strip()) >= LEAST_CONTEXT_CHARS
+        for document in documents
+        if len(document) >= LEAST_CONTEXT_CHARS
     ]
     for request, context in chooser.sample(plain, min(MOST_BENIGN, len(plain))):
         yield _row(request + context, "benign", f"{probe}\n{context}")
