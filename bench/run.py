@@ -300,30 +300,31 @@ async def _agent_turns(
     return runs
 
 
+def _domain_sentences() -> list[str]:
+    """The domain bank's example requests, of which the benchmark's prompts are built."""
+    bank = yaml.safe_load((ROOT / "vsr_extproc" / "banks" / "domains.yaml").read_text())
+    return [s for spec in bank["domains"].values() for s in spec["examples"]]
+
+
 def forward_passes(samples: int) -> dict[int, float]:
     """p50 of the demo config's embedding model over fresh prompts of each size, alone in
     this process: tokenization, chunks and forward passes as the processor makes them."""
     import time
 
-    from transformers import AutoTokenizer
-
     from vsr_extproc.config.compile import parse_config
-    from vsr_extproc.runtime.embedding import default_model_path, load_text_encoder, pass_bounds
+    from vsr_extproc.runtime.embedding import load_text_encoder, pass_bounds
 
     settings = parse_config(yaml.safe_load(DEMO.read_text())).text.embedding
     encoder = load_text_encoder(
         settings.model, precision=settings.precision, runtime=settings.runtime
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(settings.model or default_model_path()))
-    tokenizer.model_max_length = sys.maxsize
-    bank = yaml.safe_load((ROOT / "vsr_extproc" / "banks" / "domains.yaml").read_text())
-    sentences = [s for spec in bank["domains"].values() for s in spec["examples"]]
+    sentences = _domain_sentences()
     rng = random.Random(8)
     result = {}
     for tokens in (500, 2000):
         runs = []
         for index in range(samples + 3):
-            prompt = _prompt(rng, sentences, tokens, tokenizer)
+            prompt = _prompt(rng, sentences, tokens, encoder.tokenizer)
             started = time.perf_counter()
             plan = encoder.chunk(prompt, settings.window_tokens, settings.overlap_tokens)
             for start, end in pass_bounds(len(plan), settings.max_batch):
@@ -344,8 +345,7 @@ def text_decisions(samples: int) -> dict[str, list[float]]:
 
     tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
     tokenizer.model_max_length = sys.maxsize  # counting tokens, not feeding the model
-    bank = yaml.safe_load((ROOT / "vsr_extproc" / "banks" / "domains.yaml").read_text())
-    sentences = [s for spec in bank["domains"].values() for s in spec["examples"]]
+    sentences = _domain_sentences()
     rng = random.Random(7)
     document = yaml.safe_load(DEMO.read_text())
     timings: dict[str, list[float]] = {}

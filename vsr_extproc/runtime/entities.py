@@ -391,7 +391,7 @@ def load_entity_model(name: str) -> EntityModel | None:
     # the shared token-to-vector layer feeds the components excluded above; the English
     # pipelines' NER has its own, so with nothing listening the shared one is work thrown
     # away (about a third of the model's time)
-    if "tok2vec" in nlp.pipe_names and not getattr(nlp.get_pipe("tok2vec"), "listeners", [0]):
+    if "tok2vec" in nlp.pipe_names and getattr(nlp.get_pipe("tok2vec"), "listeners", None) == []:
         nlp.remove_pipe("tok2vec")
     meta = nlp.meta
     version = f"{meta.get('name', name)} {meta.get('version', '?')}"
