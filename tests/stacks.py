@@ -85,7 +85,10 @@ async def processor_health(stack: Stack) -> dict[str, str]:
 
 class SteadyLoad:
     """Background load for fault tests: ``workers`` clients sending one request over and
-    over until the block ends. Bounded by the block; every answer is kept."""
+    over until the block ends. Bounded by the block; every answer is kept, and so is the
+    status of every answer whose body was cut after its headers came (``cut``): Envoy
+    resets a stream whose answer had begun when the processor guarding it dies, rather
+    than pass the rest unread. A connection lost before any headers still raises."""
 
     def __init__(self, url: str, document: Any, *, workers: int = 4, timeout: float = 15.0) -> None:
         self.url = url
@@ -93,6 +96,7 @@ class SteadyLoad:
         self.workers = workers
         self.timeout = timeout
         self.answers: list[tuple[float, httpx.Response]] = []
+        self.cut: list[tuple[float, int]] = []
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -103,11 +107,17 @@ class SteadyLoad:
     async def _send(self) -> None:
         async with httpx.AsyncClient(base_url=self.url, timeout=self.timeout) as client:
             while not self._stop.is_set():
-                answer = await client.post(
+                async with client.stream(
+                    "POST",
                     "/v1/chat/completions",
                     content=self.body,
                     headers={"content-type": "application/json"},
-                )
+                ) as answer:
+                    try:
+                        await answer.aread()
+                    except (httpx.RemoteProtocolError, httpx.ReadError):
+                        self.cut.append((time.monotonic(), answer.status_code))
+                        continue
                 self.answers.append((time.monotonic(), answer))
 
     async def __aenter__(self) -> SteadyLoad:

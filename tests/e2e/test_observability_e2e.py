@@ -103,6 +103,7 @@ async def test_reloading_under_load_loses_nothing_and_switches(stack: Stack) -> 
     statuses = load.statuses
     decided = decisions()
     assert set(statuses) <= {200, 403}, statuses  # no 5xx, nothing lost
+    assert load.cut == []
     assert sum(statuses.values()) > 20
     before = [d for t, d in decided if t < switched_at]
     assert set(before) == {"refuse_forbidden"}  # the invalid file changed nothing
