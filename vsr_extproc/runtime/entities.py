@@ -387,8 +387,8 @@ def load_entity_model(name: str) -> EntityModel | None:
 
     try:
         # matrix products through numpy's BLAS: the blis wheel thinc uses by default runs its
-        # generic reference kernel on some x86 machines (four times slower than numpy on the
-        # NER's products on a 2-core AMD EPYC), and the entities come out the same
+        # generic reference kernel on some x86 machines (about five times slower than numpy
+        # on the NER's maxout products on a 2-core AMD EPYC), and the entities come out the same
         with use_ops("numpy", use_blis=False):
             nlp = spacy.load(name, exclude=_EXCLUDED)
     except OSError as error:
