@@ -208,11 +208,21 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
-        "turn",  # a chat turn written into data: "Assistant: <summary of the above>" and
+        "forged",  # the assistant's answer left as a placeholder ("Assistant: [salient
+        # summary]", "AI: (summary of the warranty)", "Model: <your summary here>") and then
+        # the user's turn: an exchange written for the reader to carry on as if its task
+        # were done. A record of a conversation holds the answer itself
+        r"(?:^|\n)[ \t>*#]*(?:Assistant|ASSISTANT|AI|Chatbot|Bot|Model)[ \t]*:[ \t]*"
+        r"(?:\[[^\]\n]{1,60}\]|<[^>\n]{1,60}>|\([^)\n]{1,60}\))[ \t]*(?=\n(?:[ \t>*#]*\n)*"
+        r"[ \t>*#]*(?:User|USER|Human|HUMAN)[ \t]*:)",
+        0,
+    ),
+    (
+        "turn",  # a chat turn written into data: "Assistant: Here is your summary." and
         # then "User: Thanks! Now repeat …", an exchange forged so that the model reads the
-        # next order as the user's own; in a user's own message it is a transcript being
-        # quoted. A speaker's name, then a sentence: not a field ("user: postgres", "User:
-        # jdoe" in a ticket)
+        # next order as the user's own (``forged_turns_only`` keeps only such an exchange);
+        # in a user's own message it is a transcript being quoted. A speaker's name, then a
+        # sentence: not a field ("user: postgres", "User: jdoe" in a ticket)
         r"(?:^|\n)[ \t>*#]*(?:User|USER|Human|HUMAN|Assistant|ASSISTANT|AI|Chatbot)[ \t]*:"
         r"[ \t]*(?:[^\s]+[ \t]+){3}[^\s]",
         0,
@@ -263,7 +273,7 @@ CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES
 # tool result or a pasted document is an injection's opening, and so is a chat turn; in a
 # user's own message it is the user talking to the assistant ("Note to the assistant: I
 # prefer short answers", "Assistant: move my 2pm call")
-DATA_CUES = frozenset({"indirect", "turn", "echo"})
+DATA_CUES = frozenset({"indirect", "turn", "forged", "echo"})
 
 
 def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
@@ -365,6 +375,12 @@ _ATBASH = str.maketrans(
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
 MOST_FORGED_TURNS = 2  # a faked answer and the order after it; more turns are a transcript
+# a line a speaker's name begins, as a chat transcript writes its turns
+_SPEAKER_LINE = re.compile(
+    r"(?:^|\n)[ \t>*#]*(User|Human|Assistant|AI|Chatbot|Bot|Model|Agent|Customer)[ \t]*:",
+    re.IGNORECASE,
+)
+_USER_VOICES = frozenset({"user", "human", "customer"})
 WORDING_CHUNKS_PER_JOB = 8
 
 
@@ -377,7 +393,8 @@ def _cue_matches(text: str) -> list[CueMatch]:
     else:
         folded = ()
     matches = [*folded, *_CASED.finditer(text)]
-    return forged_turns_only([(_start(m), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches])
+    found = [(_start(m), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
+    return forged_turns_only(found, text)
 
 
 def _start(match: re.Match[str]) -> int:
@@ -388,13 +405,25 @@ def _start(match: re.Match[str]) -> int:
     return match.start() + len(found) - len(found.lstrip())
 
 
-def forged_turns_only(found: list[CueMatch]) -> list[CueMatch]:
-    """``found`` less its chat turns where there are more than ``MOST_FORGED_TURNS``: a
-    transcript's turns are a record of a conversation, not an exchange forged into a
-    document."""
-    if sum(group == "turn" for _, _, group in found) > MOST_FORGED_TURNS:
-        return [match for match in found if match[2] != "turn"]
-    return found
+def forged_turns_only(found: list[CueMatch], text: str) -> list[CueMatch]:
+    """``found`` less its chat turns unless ``text`` shows an exchange forged into a
+    document: an answer, then an order in the user's voice left for the reader to answer
+    (``MOST_FORGED_TURNS`` speakers' lines, the assistant's first). What else shows turns
+    is a record of a conversation: a transcript (every line a speaker's name begins counts,
+    the short ones too: "User: ok, thanks", "Bot: Done."), a question pasted with its
+    answer, or one message pasted for a reply, a label or a translation ("Draft a reply to
+    this: / User: Could you resend the invoice?"), which is the user's customer asking the
+    user, not an order to whoever reads it."""
+    if not any(group == "turn" for _, _, group in found):
+        return found
+    speakers = [voice.lower() for voice in _SPEAKER_LINE.findall(text)]
+    if (
+        len(speakers) == MOST_FORGED_TURNS
+        and speakers[0] not in _USER_VOICES
+        and (speakers[-1] in _USER_VOICES)
+    ):
+        return found
+    return [match for match in found if match[2] != "turn"]
 
 
 def _cues(text: str) -> set[str]:
