@@ -1063,3 +1063,39 @@ end subroutine psb_dgather
 def test_fortran_comment_lines_are_comments() -> None:
     # ``!`` and a licence's ``!!$`` lines are the program's prose, not the screen's
     assert code_score(FORTRAN_WITH_LICENCE).score >= 0.5, code_score(FORTRAN_WITH_LICENCE)
+
+
+# a configured header that nests its directives, indenting them after the ``#`` (the style
+# of OpenSSL's and glibc's headers)
+NESTED_DIRECTIVES = """ * OpenSSL was configured with the following options:
+ */
+
+/* clang-format off */
+# define OPENSSL_CONFIGURED_API 30000
+# ifndef OPENSSL_RAND_SEED_OS
+#  define OPENSSL_RAND_SEED_OS
+# endif
+# ifndef OPENSSL_THREADS
+#  define OPENSSL_THREADS
+# endif
+# ifndef OPENSSL_NO_ASAN
+#  define OPENSSL_NO_ASAN
+# endif
+# if defined(OPENSSL_SYS_UNIX)
+#  include <unistd.h>
+# endif
+"""
+PYTHON_COMMENTS_WITH_DIRECTIVE_WORDS = """# define the model's layers
+# include the bias in every layer
+# if the input is empty, return zeros
+# else fall back to the defaults
+"""
+
+
+def test_a_c_directive_indented_after_its_hash_is_code_not_a_comment() -> None:
+    """``# define X`` and ``#  endif`` are a preprocessor's directives, not comments (every
+    line of the header above was muted as one, and it scored 0.0); a comment that starts
+    with the same words in prose is still a comment."""
+    assert code_score(NESTED_DIRECTIVES).score >= 0.5, code_score(NESTED_DIRECTIVES)
+    prose = code_score(PYTHON_COMMENTS_WITH_DIRECTIVE_WORDS)
+    assert prose.score < 0.5, prose

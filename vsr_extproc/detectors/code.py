@@ -205,8 +205,10 @@ _MIN_SHAPE = 3
 # Erlang's, LaTeX's and MATLAB's ``%%`` glued to its text (``%%%API``) too
 _COMMENT = re.compile(
     # (behind a diff's ``+`` or ``-`` too, where too few lines carry one to strip them;
-    # Fortran's ``!`` and ``!!$`` too)
-    r"^[+\-]?\s*(?:#(?:\s|$)|!+\$?(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
+    # Fortran's ``!`` and ``!!$`` too; not a C preprocessor's directive, which a header
+    # nesting them indents after its ``#``: ``# define OPENSSL_THREADS``, ``#  endif``)
+    r"^[+\-]?\s*(?:#(?!\s*(?:include\s*[<\"]|(?:define|undef)\s+[A-Z_][A-Z0-9_]*\b|ifn?def\s+\w+\s*$"
+    r"|endif\b|else\s*$|elif\s|if\s+(?:!?\s*defined\b|[A-Z_][A-Z0-9_]+\b)|pragma\s+\w))(?:\s|$)|!+\$?(?:\s|$)|//|/\*|--+\s|;+\s|%%|%\s|\(\*|\{-|<!--|REM\s|[rRbBuUfF]{0,2}(?:\"{3}|'{3})"
     # the same marks as OCR reads them: ``///`` as ``/ll`` or ``Ill``, ``//`` as ``I/``
     # (glued to the comment's first word too: ``I/does``), ``%%`` as ``8%``,
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)

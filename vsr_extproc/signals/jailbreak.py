@@ -374,7 +374,7 @@ _ATBASH = str.maketrans(
 )
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
-MOST_FORGED_TURNS = 2  # a faked answer and the order after it; more turns are a transcript
+MOST_FORGED_TURNS = 2  # a faked answer and the order after it; more are a transcript
 # a line a speaker's name begins, as a chat transcript writes its turns
 _SPEAKER_LINE = re.compile(
     r"(?:^|\n)[ \t>*#]*(User|Human|Assistant|AI|Chatbot|Bot|Model|Agent|Customer)[ \t]*:",
@@ -417,11 +417,8 @@ def forged_turns_only(found: list[CueMatch], text: str) -> list[CueMatch]:
     if not any(group == "turn" for _, _, group in found):
         return found
     speakers = [voice.lower() for voice in _SPEAKER_LINE.findall(text)]
-    if (
-        len(speakers) == MOST_FORGED_TURNS
-        and speakers[0] not in _USER_VOICES
-        and (speakers[-1] in _USER_VOICES)
-    ):
+    forged = len(speakers) == MOST_FORGED_TURNS and speakers[0] not in _USER_VOICES
+    if forged and speakers[-1] in _USER_VOICES:
         return found
     return [match for match in found if match[2] != "turn"]
 
