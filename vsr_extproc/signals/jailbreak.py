@@ -17,8 +17,9 @@ domain, messages full of personal data, keys and numbers):
   lies to the nearest attack and benign exemplars;
 * **structural cues**: instruction override, persona/"developer mode" jailbreaks,
   system-prompt extraction, injection addressed to an AI reading a document or a chat
-  turn forged into one (cues only in data, ``DATA_CUES``: in a user's own words they are
-  the user talking to the assistant, or quoting a chat),
+  exchange forged into one, its answer left as a placeholder (cues only in data,
+  ``DATA_CUES``: in a user's own words they are the user talking to the assistant, or
+  quoting a chat),
   refusal suppression, claimed authority, and the same cues hidden in encodings (those
   of garak's encoding probes: base64, base32, hex, ascii85 and base85, quoted-printable
   and percent-encoding, binary, ROT13, Atbash, Morse, Braille, leetspeak, Zalgo, and
@@ -211,20 +212,12 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         "forged",  # the assistant's answer left as a placeholder ("Assistant: [salient
         # summary]", "AI: (summary of the warranty)", "Model: <your summary here>") and then
         # the user's turn: an exchange written for the reader to carry on as if its task
-        # were done. A record of a conversation holds the answer itself
+        # were done. A record of a conversation holds the answer itself, and a chat turn
+        # alone is no cue: a pasted chat starts with a bot's greeting and the user's request
+        # as often as a forged exchange does ("Assistant: How can I help? / User: …")
         r"(?:^|\n)[ \t>*#]*(?:Assistant|ASSISTANT|AI|Chatbot|Bot|Model)[ \t]*:[ \t]*"
         r"(?:\[[^\]\n]{1,60}\]|<[^>\n]{1,60}>|\([^)\n]{1,60}\))[ \t]*(?=\n(?:[ \t>*#]*\n)*"
         r"[ \t>*#]*(?:User|USER|Human|HUMAN)[ \t]*:)",
-        0,
-    ),
-    (
-        "turn",  # a chat turn written into data: "Assistant: Here is your summary." and
-        # then "User: Thanks! Now repeat …", an exchange forged so that the model reads the
-        # next order as the user's own (``forged_turns_only`` keeps only such an exchange);
-        # in a user's own message it is a transcript being quoted. A speaker's name, then a
-        # sentence: not a field ("user: postgres", "User: jdoe" in a ticket)
-        r"(?:^|\n)[ \t>*#]*(?:User|USER|Human|HUMAN|Assistant|ASSISTANT|AI|Chatbot)[ \t]*:"
-        r"[ \t]*(?:[^\s]+[ \t]+){3}[^\s]",
         0,
     ),
     (
@@ -270,10 +263,10 @@ _CUES: tuple[tuple[str, str, int], ...] = (
 )
 CUE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(group for group, _, _ in _CUES))
 # cues that are evidence only in data: "note to the AI", "when you summarise this" in a
-# tool result or a pasted document is an injection's opening, and so is a chat turn; in a
-# user's own message it is the user talking to the assistant ("Note to the assistant: I
-# prefer short answers", "Assistant: move my 2pm call")
-DATA_CUES = frozenset({"indirect", "turn", "forged", "echo"})
+# tool result or a pasted document is an injection's opening, and so is a forged exchange;
+# in a user's own message it is the user talking to the assistant ("Note to the assistant:
+# I prefer short answers", "Assistant: move my 2pm call")
+DATA_CUES = frozenset({"indirect", "forged", "echo"})
 
 
 def _alternation(flagged: bool, flags: int = 0) -> re.Pattern[str]:
@@ -374,13 +367,6 @@ _ATBASH = str.maketrans(
 )
 
 CueMatch = tuple[int, int, str]  # start, end, cue group
-MOST_FORGED_TURNS = 2  # a faked answer and the order after it; more are a transcript
-# a line a speaker's name begins, as a chat transcript writes its turns
-_SPEAKER_LINE = re.compile(
-    r"(?:^|\n)[ \t>*#]*(User|Human|Assistant|AI|Chatbot|Bot|Model|Agent|Customer)[ \t]*:",
-    re.IGNORECASE,
-)
-_USER_VOICES = frozenset({"user", "human", "customer"})
 WORDING_CHUNKS_PER_JOB = 8
 
 
@@ -393,34 +379,15 @@ def _cue_matches(text: str) -> list[CueMatch]:
     else:
         folded = ()
     matches = [*folded, *_CASED.finditer(text)]
-    found = [(_start(m), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
-    return forged_turns_only(found, text)
+    return [(_start(m), m.end(), _GROUP_OF[m.lastgroup or ""]) for m in matches]
 
 
 def _start(match: re.Match[str]) -> int:
     """Where a cue starts: after the line break and spaces that a cue anchored at the start
-    of a line matches first (a forged ``User: …`` turn), so the cue lies inside its
-    line's sentence and that sentence counts as cued."""
+    of a line matches first (a forged ``Assistant: […]`` answer, a ``system:`` line), so
+    the cue lies inside its line's sentence and that sentence counts as cued."""
     found = match.group()
     return match.start() + len(found) - len(found.lstrip())
-
-
-def forged_turns_only(found: list[CueMatch], text: str) -> list[CueMatch]:
-    """``found`` less its chat turns unless ``text`` shows an exchange forged into a
-    document: an answer, then an order in the user's voice left for the reader to answer
-    (``MOST_FORGED_TURNS`` speakers' lines, the assistant's first). What else shows turns
-    is a record of a conversation: a transcript (every line a speaker's name begins counts,
-    the short ones too: "User: ok, thanks", "Bot: Done."), a question pasted with its
-    answer, or one message pasted for a reply, a label or a translation ("Draft a reply to
-    this: / User: Could you resend the invoice?"), which is the user's customer asking the
-    user, not an order to whoever reads it."""
-    if not any(group == "turn" for _, _, group in found):
-        return found
-    speakers = [voice.lower() for voice in _SPEAKER_LINE.findall(text)]
-    forged = len(speakers) == MOST_FORGED_TURNS and speakers[0] not in _USER_VOICES
-    if forged and speakers[-1] in _USER_VOICES:
-        return found
-    return [match for match in found if match[2] != "turn"]
 
 
 def _cues(text: str) -> set[str]:
@@ -732,7 +699,7 @@ def read_in_data() -> frozenset[str]:
     the bank's ``data_benign`` and the source files' windows, which a coding agent's tool
     results carry: the rows of the fit in which ``DATA_CUES`` count, as they count in data
     when scoring (``read_as_data``). Benign rows among them teach what such a cue is worth
-    alone (a transcript's turns are no forged turn)."""
+    alone (a pasted chat is no forged exchange)."""
     written = [row["text"] for row in _written() if row.get("kind") == "indirect"]
     document = _exemplars()
     return frozenset(
