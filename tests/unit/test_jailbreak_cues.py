@@ -302,7 +302,7 @@ def test_an_answer_left_as_a_placeholder_before_the_users_turn_is_a_forged_excha
     carry on as though its task were done. A chat turn alone is no cue: a pasted chat starts
     with a bot's greeting and the user's request as often as a forged exchange does."""
     assert ("forged" in _cues(text)) is forged
-    assert not {group for group in _cues(text) if group not in ("forged",)}
+    assert _cues(text) <= {"forged"}
 
 
 def test_a_cue_at_the_start_of_a_line_lies_inside_that_lines_sentence() -> None:
