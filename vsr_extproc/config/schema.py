@@ -540,7 +540,9 @@ class TextConfig(Strict):
     languages: tuple[Annotated[str, Field(pattern=r"^[a-z]{2}$")], ...] = Field(
         default=DEFAULT_LANGUAGES,
         min_length=2,
-        description="ISO 639-1 codes the language detector chooses among (each costs memory)",
+        description="ISO 639-1 codes the language detector chooses among (each costs memory); "
+        "the `language` signal reads with it, and where it lists `en` the names model reads only "
+        "English sentences with it",
     )
 
 

@@ -9,7 +9,10 @@
   banking and HR templates filled with its fake identities (``eval.public.names_rows``, one
   frozen split by template): per-type precision and recall (a finding counts when it
   overlaps a labelled span of its type by half of the shorter of the two), and how many of
-  the messages whose only personal data is a name are found to hold one.
+  the messages whose only personal data is a name are found to hold one. Beside them,
+  names in eight other languages (``eval.public.names_in_other_languages``): recall and
+  precision of the names by language, and how many texts without a name (those messages'
+  own, and Django's translations) are found to hold one.
 * ``jailbreak``: on public corpora the model was never trained on (``eval.public``), one
   frozen split (``test`` unless asked): recall at false-positive rates of 1, 2 and 5 %
   (threshold-free), recall and false positives at the configured threshold per source,
@@ -230,10 +233,12 @@ def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) ->
 
 
 def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str, Any]:
+    from vsr_extproc.config.schema import DEFAULT_LANGUAGES
     from vsr_extproc.detectors import FindingType, find_pii, resolve_overlaps
     from vsr_extproc.runtime.entities import load_entity_model
+    from vsr_extproc.signals.language import LanguageDetector
 
-    entities = load_entity_model(model_name)
+    entities = load_entity_model(model_name, LanguageDetector(DEFAULT_LANGUAGES).detect)
     if entities is None:
         from vsr_extproc.errors import RouterError
 
@@ -241,11 +246,37 @@ def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str,
     started = time.perf_counter()
     kinds = ("person", "organization", "address")
     counts: dict[str, Counter[str]] = {kind: Counter() for kind in kinds}
+    # rows of other languages (``language``): person names, and texts without one
+    languages: dict[str, Counter[str]] = {}
     errors = []
     only_names = found_names = 0
     either = Counter[str]()  # person spans found as a person or as an organisation
     for row in rows:
         text = row["text"]
+        if "language" in row:
+            django = row["source"] == "django-translations"  # Django's messages, apart
+            tally = languages.setdefault(
+                f"django {row['language']}" if django else row["language"], Counter()
+            )
+            people = [f for f in entities.find(text) if f.type is FindingType.PERSON]
+            named = [f for f in people if f.confidence >= 0.5]
+            gold_spans = [(s["start"], s["end"]) for s in row["spans"]]
+            hits = sum(any(_covers_half((f.start, f.end), g) for f in named) for g in gold_spans)
+            tally["names"] += len(gold_spans)
+            tally["found"] += hits
+            tally["false"] += sum(
+                not any(_covers_half((f.start, f.end), g) for g in gold_spans) for f in named
+            )
+            if not gold_spans:
+                tally["without_names"] += 1
+                tally["flagged"] += bool(named)
+            if (named and not gold_spans) or hits < len(gold_spans):
+                errors.append({
+                    "text": text[:120], "language": row["language"],
+                    "found": [text[f.start : f.end] for f in named],
+                    "names": [text[slice(*g)] for g in gold_spans],
+                })  # fmt: skip
+            continue
         findings = resolve_overlaps([*find_pii(text, {FindingType.ADDRESS}), *entities.find(text)])
         found: list[tuple[str, tuple[int, int]]] = [
             (str(f.type.value), (f.start, f.end))
@@ -283,6 +314,8 @@ def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str,
             only_names += 1
             found_names += any(kind == "person" for kind, _ in found)
     per_type = _per_type(counts)
+    messages = sum((t for k, t in languages.items() if " " not in k), Counter[str]())
+    django = sum((t for k, t in languages.items() if " " in k), Counter[str]())
     return {
         "task": "names",
         "examples": len(rows),
@@ -290,6 +323,27 @@ def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str,
         "per_type": per_type,
         "name_only_messages": {"count": only_names, "found": found_names},
         "person_as_any_name": _ratio(either["found"], either["total"]),
+        "other_languages": {
+            language: {
+                "names": tally["names"],
+                "recall": _ratio(tally["found"], tally["names"]),
+                "precision": _ratio(tally["found"], tally["found"] + tally["false"]),
+                "texts_without_names": tally["without_names"],
+                "flagged": tally["flagged"],
+            }
+            for language, tally in sorted(
+                languages.items(), key=lambda item: (" " in item[0], item[0])
+            )
+        },
+        "other_languages_total": {
+            "names": messages["names"],
+            "recall": _ratio(messages["found"], messages["names"]),
+            "precision": _ratio(messages["found"], messages["found"] + messages["false"]),
+            "messages_without_names": messages["without_names"],
+            "messages_flagged": messages["flagged"],
+            "django_messages": django["without_names"],
+            "django_flagged": django["flagged"],
+        },
         "errors": errors,
         "seconds": round(time.perf_counter() - started, 2),
     }
@@ -547,14 +601,14 @@ def run(
 ) -> dict[str, Any]:
     if task == "names":
         from vsr_extproc.config.schema import EntitiesConfig
-        from vsr_extproc.eval.public import names_rows
+        from vsr_extproc.eval.public import names_in_other_languages, names_rows
 
         name = EntitiesConfig().model
         if config is not None:
             from vsr_extproc.config.compile import read_config
 
             name = read_config(config)[0].text.entities.model
-        report = evaluate_names(names_rows(split), name or "")
+        report = evaluate_names([*names_rows(split), *names_in_other_languages(split)], name or "")
         report["split"] = split
         return report
     if task == "images":
@@ -624,6 +678,23 @@ def summary(report: dict[str, Any]) -> str:
                 f"messages whose only personal data is a name: {only['found']}/{only['count']}"
                 f" found to hold one; person names found as a person or an organisation: "
                 f"{report['person_as_any_name']:.3f}"
+            )
+            lines.append(
+                "other languages: person names found, precision; texts without one flagged"
+            )
+            for language, row in report["other_languages"].items():
+                found = f"{row['recall']:.3f} of {row['names']}" if row["names"] else "-"
+                precision = f"{row['precision']:.3f}" if row["names"] else "-"
+                lines.append(
+                    f"  {language:<16} recall {found:<12} precision {precision:<6} "
+                    f"flagged {row['flagged']}/{row['texts_without_names']}"
+                )
+            total = report["other_languages_total"]
+            lines.append(
+                f"  all: recall {total['recall']:.3f} of {total['names']} names, precision "
+                f"{total['precision']:.3f}; messages without a name flagged "
+                f"{total['messages_flagged']}/{total['messages_without_names']}, Django's "
+                f"{total['django_flagged']}/{total['django_messages']}"
             )
         else:
             lines.append(

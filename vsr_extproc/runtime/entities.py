@@ -17,10 +17,12 @@ quarter of ordinary prompts.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import structlog
@@ -44,7 +46,57 @@ _NAME_CUE = re.compile(
     r"regards|cheers|sincerely|mr|mrs|ms|miss|mx|dr|prof|sir|madam)\b\.?,?\s+)"
     r"([A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*(?:\s+[A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*){0,2})"
 )
-_NOT_NAMES = frozenset({"I", "The", "A", "An", "All", "Team", "Everyone", "There", "Sir", "Madam"})
+# the same in the other languages the detector knows best: titles (abbreviated ones with
+# their dot), greetings and sign-offs, as they are spelt; and the Turkish titles that follow
+# a name ("Mehmet Bey", "Ayşe Hanım"). What follows is a name when it is capitalised
+# (``_cued_names``), in any alphabet.
+_TITLES = (
+    "Herr", "Herrn", "Frau", "Fräulein", "Monsieur", "Madame", "Mademoiselle", "Mme", "Mlle",
+    "M\\.", "Señor", "Señora", "Señorita", "señor", "señora", "Sr\\.", "Sra\\.", "Srta\\.",
+    "Dra\\.", "Signor", "Signora", "Signorina", "signor", "signora", "Sig\\.", "Sig\\.ra",
+    "Dott\\.", "Dott\\.ssa", "Dottor", "Dottoressa", "dottor", "dottoressa", "Senhor",
+    "Senhora", "senhor", "senhora", "Meneer", "Mevrouw", "meneer", "mevrouw", "Dhr\\.",
+    "Mevr\\.", "dhr\\.", "mevr\\.", "Pani", "Panie", "Pana", "Panią", "pani", "panie", "pana",
+    "panią", "Sayın", "Heer", "heer", "Dokter", "dokter", "Docteur", "docteur", "Doktor",
+    "doktor",
+)  # fmt: skip
+_GREETINGS = (
+    "Hallo", "Liebe", "Lieber", "Servus", "Moin", "Danke", "Grüße", "Grüßen", "Gruß",
+    "Bonjour", "Salut", "Cher", "Chère", "Merci", "Cordialement", "Hola", "Estimado",
+    "Estimada", "Querido", "Querida", "Gracias", "Saludos", "Atentamente", "Ciao", "Caro",
+    "Cara", "Gentile", "Egregio", "Grazie", "Saluti", "Olá", "Oi", "Prezado", "Prezada",
+    "Obrigado", "Obrigada", "Atenciosamente", "Abraços", "Beste", "Geachte", "Hoi",
+    "Bedankt", "Groeten", "groet", "Cześć", "Szanowny", "Szanowna", "Witam", "Dziękuję",
+    "Pozdrawiam", "poważaniem", "Merhaba", "Selam", "Teşekkürler", "Saygılarımızla",
+    "Saygılarımla", "Sevgiler", "Bises", "Bisous", "Amitiés", "Abrazos", "Besos", "Baci",
+    "Groetjes", "Pozdrowienia", "Tschüss", "Cari", "Care", "Queridos", "Queridas",
+    "Estimados", "Estimadas", "Chers", "Chères", "Caros", "Prezados", "Szanowni", "Drogi",
+    "Droga", "Drodzy", "Dzięki", "Sevgili", "Name ist", "heiße", "m'appelle", "llamo",
+    "nombre es", "chiamo", "nome è", "nome é", "chamo", "naam is", "nazywam się", "adım",
+)  # fmt: skip
+_WORD_RUN = r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*(?:[ \t]+[^\W\d_]+(?:[\'’-][^\W\d_]+)*){0,2}"
+# the name is read ahead, not taken, so that a cue may follow a cue ("Liebe Grüße\nAnna",
+# "Estimado Sr. Cazares")
+_OTHER_CUE = re.compile(
+    rf"(?<![^\W\d_])(?:(?:{'|'.join(_TITLES)})[ \t]+|(?:{'|'.join(_GREETINGS)}),?\s+)"
+    rf"(?=({_WORD_RUN}))"
+)
+_CUE_WORDS = frozenset(word.rstrip(".\\") for word in (*_TITLES, *_GREETINGS))
+_TITLE_AFTER = re.compile(r"(?<![^\W\d_])([^\W\d_]+)(?= (?:Bey|Hanım|Hanim|Hoca)\b)")
+# the lower-case words inside a name ("Maika van de Noort", "Ludwig van Beethoven")
+_PARTICLES = frozenset(
+    {"van", "de", "der", "den", "von", "zu", "da", "di", "del", "della", "dos", "das", "du",
+     "la", "le", "ten", "ter", "y"}
+)  # fmt: skip
+# what a greeting or a title may be followed by that is not a name: the English titles
+# ("Frau Dr. Fuchs"), and the groups a message greets ("Liebe Eltern", "Szanowni Rodzice")
+_NOT_NAMES = frozenset(
+    {"I", "The", "A", "An", "All", "Team", "Everyone", "There", "Sir", "Madam", "Dr", "Prof",
+     "Mr", "Mrs", "Ms", "Eltern", "Kollegen", "Kolleginnen", "Kunden", "Mitglieder",
+     "Freunde", "Rodzice", "Państwo", "Klienci", "Ouders", "Leden", "Genitori", "Colleghi",
+     "Clienti", "Familias", "Padres", "Clientes", "Colegas", "Membres", "Parents", "Amis",
+     "Collègues", "Pais", "Amigos", "Veliler", "Arkadaşlar"}
+)  # fmt: skip
 _EXCLUDED = ["tagger", "parser", "attribute_ruler", "lemmatizer", "morphologizer", "senter"]
 
 
@@ -63,7 +115,7 @@ _WORDS_TOO = frozenset((
     "Melody", "Harmony", "Happy", "Lucky", "Christian", "Victoria", "Florence", "Lincoln",
     "Jordan", "Georgia", "Paris", "Sydney", "Austin", "Houston", "Dallas", "Phoenix",
     "Chelsea", "Kent", "Devon", "Adam", "Eve", "Job", "Moses", "Angel", "Baby", "Sugar",
-    "Candy", "Cherry", "Ginger", "Honey", "Olive", "Pepper", "Basil",
+    "Candy", "Cherry", "Ginger", "Honey", "Olive", "Pepper", "Basil", "True",
 ))
 # fmt: on
 _WORD = re.compile(r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*")
@@ -82,11 +134,22 @@ class Gazetteer:
     #: also given names or surnames ("Denmark", "Cyprus", "Alemania"; not "Jordan",
     #: "Georgia" or "Holland")
     countries: frozenset[str] = frozenset()
+    #: given names that are also the English name of a language ("French", "German"), a
+    #: month's or a weekday's name ("Juni", "Mart", "Abril") or a city's ("Valencia",
+    #: "Roma", "Bristol") in Faker's locales: like ``_WORDS_TOO``, a name only before a
+    #: known surname ("Translate this to French: …", "Dawn French")
+    not_alone: frozenset[str] = frozenset()
+    #: each language's function words (spaCy's stop-word lists), by ISO 639-1 code: in a
+    #: sentence of that language they are words, not names ("Les extensions …", "Esa
+    #: página …", "Ella llegó …"), though elsewhere they are names (Les, Esa, Ella)
+    function_words: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def load(cls) -> Gazetteer:
         import faker.providers.address as addresses
+        import faker.providers.date_time as dates
         import faker.providers.person as people
+        from faker.providers.person.en import Provider as English
         from spacy.lang.en.stop_words import STOP_WORDS
 
         given: set[str] = set()
@@ -96,21 +159,54 @@ class Gazetteer:
                 given.update(_strings(attributes.get(attribute)))
             surnames.update(_strings(attributes.get("last_names")))
         countries: set[str] = set()
+        words = set(_strings(English.language_names))
         for attributes in _providers(addresses):
             countries.update(_strings(attributes.get("countries")))
+            for attribute in ("cities", "city_names", "real_city_names", "metropolitan_cities"):
+                words.update(_strings(attributes.get(attribute)))
+        for attributes in _providers(dates):
+            for attribute in ("MONTH_NAMES", "DAY_NAMES"):
+                names = attributes.get(attribute)
+                words.update(_strings(list(names.values()) if isinstance(names, dict) else names))
         stop = {word.title() for word in STOP_WORDS}
         return cls(
             frozenset(given - stop),
             frozenset(surnames - stop),
             frozenset(countries - given - surnames),
+            frozenset(words) & frozenset(given),
+            _function_words(),
         )
 
-    def names(self, text: str) -> list[tuple[int, int]]:
+    def names(self, text: str, language: Language | None = None) -> list[tuple[int, int]]:
         """Spans of ``text`` that read as a person's name: a given name followed by a
-        surname or another given name; a given name alone inside a sentence (not one of
-        ``_WORDS_TOO``); a given name alone opening a sentence when a lower-case word, a
-        colon or a possessive follows ("Ella lives …", "Jiří: …")."""
+        surname or another given name, with the particles between them ("Maika van de
+        Noort"); a given name alone inside a sentence (not one of ``_WORDS_TOO``,
+        ``languages`` or the cue words); a given name alone opening a sentence when a
+        lower-case word, a colon or a possessive follows ("Ella lives …", "Jiří: …").
+
+        With ``language``, a sentence in another language than English is read by its own
+        rules, since the English model does not read it: a given name followed by any
+        capitalised word is a name ("Niklas Kalb", "Nunzia Nucci"; in those languages a
+        capital inside a sentence marks a proper noun, or in German a noun, and a given
+        name before a noun is rare), and a given name alone is not a name where it is one
+        of that language's function words ("Le", "Esa", "Sie")."""
         words = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
+        judged: dict[str, str] = {}
+
+        def foreign(at: int) -> str | None:  # the language of the sentence at ``at``
+            if language is None:
+                return None
+            sentence = sentence_at(text, at)
+            if sentence not in judged:
+                judged[sentence] = judged_language(sentence, language)
+            code = judged[sentence]
+            if not code and sentence != text:
+                # a sentence the detector cannot tell takes the language of its text
+                if text not in judged:
+                    judged[text] = judged_language(text, language)
+                code = judged[text]
+            return code if code not in ("", "en") else None
+
         spans = []
         index = 0
         while index < len(words):
@@ -119,22 +215,164 @@ class Gazetteer:
                 index += 1
                 continue
             last = index
-            while last + 1 < len(words) and last - index < 2:
+            while last + 1 < len(words) and last - index < 4:
                 nxt = words[last + 1]
                 gap = text[words[last][1] : nxt[0]]
-                if gap not in (" ", "-") or not nxt[2][0].isupper():
+                if gap not in (" ", "-"):
                     break
-                if nxt[2] not in self.surnames and nxt[2] not in self.given:
+                if nxt[2] in _PARTICLES and last + 2 < len(words):
+                    if text[nxt[1] : words[last + 2][0]] == " ":
+                        last += 1  # "van", "de": the next word decides
+                        continue
+                    break
+                if not nxt[2][0].isupper():
+                    break
+                known = nxt[2] in self.surnames or nxt[2] in self.given
+                if not known and (
+                    word in self.not_alone or not self._name_word(nxt[2], foreign(start))
+                ):
                     break
                 last += 1
+            while last > index and words[last][2] in _PARTICLES:
+                last -= 1  # "Anna van" ends with the name, not the particle
             if last > index:
                 spans.append((start, words[last][1]))
-            elif word not in _WORDS_TOO and (
-                not _opens_a_sentence(text, start) or _FOLLOWS_A_NAME.match(text, end)
+            elif (
+                word not in _WORDS_TOO
+                and word not in self.not_alone
+                and word not in _CUE_WORDS
+                and (not _opens_a_sentence(text, start) or _FOLLOWS_A_NAME.match(text, end))
+                and word.lower() not in self.function_words.get(foreign(start) or "", ())
             ):
                 spans.append((start, end))
             index = last + 1
-        return spans
+        taken = {at for span in spans for at in range(*span)}
+        for (start, end, word), (after, until, surname) in itertools.pairwise(words):
+            # in another language: a capitalised word before a known surname ("Itamar
+            # Navarro"), unless it is a function or cue word ("El Navarro")
+            if (
+                surname in self.surnames
+                and start not in taken
+                and text[end:after] == " "
+                and word not in self.not_alone
+                and self._name_word(word, foreign(start))
+            ):
+                spans.append((start, until))
+                taken.update(range(start, until))
+        return sorted(spans)
+
+    def _name_word(self, word: str, code: str | None) -> bool:
+        """Whether ``word``, unknown to the name lists, may be part of a name beside a known
+        one in a sentence of language ``code``: only in another language than English (in
+        English the model decides), capitalised, and not a function or cue word."""
+        return (
+            code is not None
+            and word[0].isupper()
+            and any(char.islower() for char in word)
+            and word not in _CUE_WORDS
+            and word.lower() not in self.function_words.get(code, ())
+        )
+
+
+#: a language detector: the language of a text (ISO 639-1) and how sure it is
+Language = Callable[[str], tuple[str | None, float]]
+#: how sure the detector must be that a sentence is in another language before the English
+#: model stops reading it and its function words stop counting as names (a sentence of
+#: English holding foreign names reads 0.3-0.5 German or Czech: "My name is Tomáš Novák and
+#: I live in Brno.")
+FOREIGN_CONFIDENCE = 0.5
+ENGLISH_SHARE = 0.4
+
+
+def _reads_as_english(words: list[str]) -> bool:
+    """Whether ``words`` (four or more, none capitalised) are English by their function
+    words: at least ``ENGLISH_SHARE`` of them are English function words, and one is a
+    function word no other language of ``_function_words`` has ("the", "which", "would";
+    not "in", "am", "so", "was", which German and Dutch share). Of the `dev` half of
+    Django's messages that have four such words, 32 of the 53 English ones pass (UI
+    messages are terse), and 3 of the 604 translations into thirteen languages, each with
+    a placeholder or English words in it; the detector reads the rest."""
+    english, only_english = _english_function_words()
+    return sum(word in english for word in words) >= ENGLISH_SHARE * len(words) and any(
+        word in only_english for word in words
+    )
+
+
+@cache
+def _english_function_words() -> tuple[frozenset[str], frozenset[str]]:
+    """English's function words (spaCy's stop words), and those of them that no language
+    of ``_function_words`` has."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    english = frozenset(STOP_WORDS)
+    return english, english.difference(*_function_words().values())
+
+
+def foreign_language(text: str, language: Language, own: str = "en") -> str | None:
+    """The language ``text`` is written in, when ``language`` is sure it is not ``own``."""
+    code = judged_language(text, language, own)
+    return code if code not in ("", own) else None
+
+
+def judged_language(text: str, language: Language, own: str = "en") -> str:
+    """The language of ``text`` as ``language`` judges it: ``own`` when that is its best
+    guess, another language's code when it is at least ``FOREIGN_CONFIDENCE`` sure of it,
+    and ``""`` when it cannot tell. The detector reads the words that are not capitalised,
+    and each sentence's first: a sentence's language is in them, and a name's letters would
+    outvote them ("It's under my partner's name Gabrjel Kozłowski" reads Polish, whole, by
+    its ``ł``). Fewer than two words without a capital are too few to tell. Most English is
+    told without the detector (``_reads_as_english``)."""
+    words = []
+    lower = []
+    for sentence in _sentences(text):
+        for number, match in enumerate(_WORD.finditer(sentence)):
+            if not match.group()[0].isupper():
+                lower.append(match.group())
+            elif number:
+                continue
+            words.append(match.group())
+    if len(lower) < 2:
+        return ""
+    if own == "en" and len(lower) >= 4 and _reads_as_english(lower):
+        return own
+    code, confidence = language(" ".join(words))
+    if code == own:
+        return own
+    return code if code is not None and confidence >= FOREIGN_CONFIDENCE else ""
+
+
+def _sentences(text: str) -> Iterator[str]:
+    """``text``'s sentences, as ``_SENTENCE_END`` cuts them."""
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        yield text[start : match.end()]
+        start = match.end()
+    yield text[start:]
+
+
+def sentence_at(text: str, index: int) -> str:
+    """The sentence of ``text`` that holds ``index``."""
+    start = 0
+    for sentence in _sentences(text):
+        if start + len(sentence) > index:
+            return sentence
+        start += len(sentence)
+    return ""
+
+
+def _function_words() -> dict[str, frozenset[str]]:
+    """spaCy's stop-word lists of the languages whose own words Faker lists as given names
+    in other countries (``Le``, ``Les``, ``Esa``, ``Ella``, ``Sie``, ``Van``)."""
+    import importlib
+
+    lists = {}
+    for code in ("de", "fr", "es", "it", "pt", "nl", "pl", "tr", "sv", "da", "nb", "fi"):
+        try:
+            module = importlib.import_module(f"spacy.lang.{code}.stop_words")
+        except ImportError:
+            continue
+        lists[code] = frozenset(word.lower() for word in module.STOP_WORDS)
+    return lists
 
 
 def _opens_a_sentence(text: str, start: int) -> bool:
@@ -172,6 +410,11 @@ class EntityModel:
     name: str
     version: str
     gazetteer: Gazetteer | None = None
+    #: the language detector that keeps the English model off text in other languages
+    #: (it reads the nouns of a German sentence as names: "Wie kann", "Komma", "Ziffern")
+    #: and tells the gazetteer which language a sentence is in; without one, every
+    #: sentence is read as English
+    language: Language | None = field(default=None, compare=False, repr=False)
     #: each text's names, by a digest of it: a chat client resends the whole history every
     #: turn, and only the newest message costs a pass of the model
     memo: LruCache[bytes, list[Finding]] = field(
@@ -206,7 +449,7 @@ class EntityModel:
         runs = [  # (text, its piece's start, the run's start and end in the text)
             (index, at, at + start, at + end)
             for index, (at, until) in spans
-            for start, end in name_runs(texts[index][at:until])
+            for start, end in self._english_runs(texts[index][at:until])
         ]
         with self.lock:  # the signals' thread, redaction and the replay recorder share it
             docs = list(self.nlp.pipe(texts[index][start:end] for index, _, start, end in runs))
@@ -215,7 +458,9 @@ class EntityModel:
         for index, (offset, until) in spans:
             piece = texts[index][offset:until]
             cued = _cued_names(piece)
-            listed = self.gazetteer.names(piece) if self.gazetteer is not None else []
+            listed = (
+                self.gazetteer.names(piece, self.language) if self.gazetteer is not None else []
+            )
             found[index] += [
                 Finding(FindingType.PERSON, offset + s, offset + e, 0.7, "cue") for s, e in cued
             ]
@@ -251,6 +496,27 @@ class EntityModel:
                 )
             ]
         return found
+
+    def _english_runs(self, piece: str) -> list[tuple[int, int]]:
+        """The ``name_runs`` of ``piece`` that are written in the model's own language (all
+        of them without a language detector). A run the detector cannot tell ("Gentile
+        Sig.", "Groetjes, Hülya", a signature's company line) takes the piece's language."""
+        runs = name_runs(piece)
+        language = self.language
+        if language is None or not runs:
+            return runs
+        own = self.nlp.lang if isinstance(getattr(self.nlp, "lang", None), str) else "en"
+        whole: list[str] = []
+
+        def foreign(start: int, end: int) -> bool:
+            code = judged_language(piece[start:end], language, own)
+            if not code and (start, end) != (0, len(piece)):
+                if not whole:
+                    whole.append(judged_language(piece, language, own))
+                code = whole[0]
+            return code not in ("", own)
+
+        return [(start, end) for start, end in runs if not foreign(start, end)]
 
 
 # A sentence ends at a line break, or at . ! ? before a space — not after a title
@@ -344,7 +610,20 @@ def _cued_names(text: str) -> list[tuple[int, int]]:
             words.pop(0)
         if words:
             spans.append((text.index(words[0], match.start(1)), match.end(1)))
-    return spans
+    for match in [*_OTHER_CUE.finditer(text), *_TITLE_AFTER.finditer(text)]:
+        # the capitalised words the cue is followed by, up to the first that is not
+        kept = list(
+            itertools.takewhile(
+                lambda word: word.group()[0].isupper() and word.group() not in _CUE_WORDS,
+                _WORD.finditer(match.group(1)),
+            )
+        )
+        while kept and kept[0].group() in _NOT_NAMES:
+            kept.pop(0)
+        if kept:
+            start = match.start(1)
+            spans.append((start + kept[0].start(), start + kept[-1].end()))
+    return sorted(set(spans))
 
 
 def pieces(text: str) -> list[tuple[int, int]]:
@@ -375,9 +654,10 @@ def _plausible(name: str) -> bool:
     return any(ch.isupper() for ch in name) and not _NOT_A_NAME.search(name)
 
 
-def load_entity_model(name: str) -> EntityModel | None:
+def load_entity_model(name: str, language: Language | None = None) -> EntityModel | None:
     """The installed spaCy pipeline ``name`` (a package or a path), or None when it is not
-    installed: names are then never found, and this is logged once."""
+    installed: names are then never found, and this is logged once. ``language`` is the
+    detector that keeps the model to text in its own language (``EntityModel.language``)."""
     try:
         import spacy
     except ImportError:
@@ -407,4 +687,4 @@ def load_entity_model(name: str) -> EntityModel | None:
         log.warning("name lists unavailable", reason=str(error))
         gazetteer = None
     log.info("entity model loaded", model=name, version=version, pipes=nlp.pipe_names)
-    return EntityModel(nlp, name, version, gazetteer)
+    return EntityModel(nlp, name, version, gazetteer, language)

@@ -101,17 +101,23 @@ class LanguageSignal(AsyncSignal):
         return Outcome(matched, confidence if listed == self.wanted else 1 - confidence, value)
 
 
-def build(entry: LanguageEntry, resources: Resources) -> LanguageSignal:
+def language_detector(resources: Resources) -> LanguageDetector:
+    """The detector over ``text.languages``, one per process (the ``language`` signal and
+    the named-entity model share it)."""
     codes: tuple[str, ...] = tuple(resources.config.text.languages)
-    unknown = sorted(set(entry.languages) - set(codes))
+    detector: LanguageDetector = resources.get(
+        ("language", codes), lambda: LanguageDetector(codes), runtime=("language", "lingua")
+    )
+    return detector
+
+
+def build(entry: LanguageEntry, resources: Resources) -> LanguageSignal:
+    unknown = sorted(set(entry.languages) - set(resources.config.text.languages))
     if unknown:
         raise ValueError(
             f"signals.language {entry.name!r}: {', '.join(unknown)} not among text.languages"
         )
-    detector: LanguageDetector = resources.get(
-        ("language", codes), lambda: LanguageDetector(codes), runtime=("language", "lingua")
-    )
-    return LanguageSignal(entry, detector, reading_budget(resources))
+    return LanguageSignal(entry, language_detector(resources), reading_budget(resources))
 
 
 FAMILY = SignalFamily("language", LanguageEntry, build, "the language of the request (lingua)")

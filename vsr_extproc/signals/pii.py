@@ -173,13 +173,22 @@ class PiiSignal(AsyncSignal):
 
 
 def entity_model(resources: Resources) -> EntityModel | None:
-    """The configured named-entity model, loaded once per process (None when absent)."""
+    """The configured named-entity model, loaded once per process (None when absent), with
+    the language detector that keeps it to English text when ``text.languages`` lists
+    English (``runtime.entities``)."""
     name = resources.config.text.entities.model
     if not name:
         return None
     from vsr_extproc.runtime.entities import load_entity_model
+    from vsr_extproc.signals.language import language_detector
 
-    model: EntityModel | None = resources.get(("entities", name), lambda: load_entity_model(name))
+    codes = tuple(resources.config.text.languages)
+
+    def load() -> EntityModel | None:
+        detector = language_detector(resources) if "en" in codes else None
+        return load_entity_model(name, detector.detect if detector is not None else None)
+
+    model: EntityModel | None = resources.get(("entities", name, codes), load)
     return model
 
 
