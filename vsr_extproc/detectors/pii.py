@@ -24,6 +24,7 @@ import phonenumbers
 
 from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.mrz import mrz_findings
+from vsr_extproc.detectors.prose import find_prose_secrets
 from vsr_extproc.detectors.secrets import find_secrets
 
 DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IN")
@@ -787,7 +788,9 @@ _DETECTORS: dict[FindingType, Detector] = {
     FindingType.MRZ: mrz_findings,
     FindingType.IP_ADDRESS: find_ip_addresses,
     FindingType.DATE_OF_BIRTH: find_dates_of_birth,
-    FindingType.SECRET: find_secrets,
+    FindingType.SECRET: lambda text: resolve_overlaps(
+        [*find_secrets(text), *find_prose_secrets(text)]
+    ),
     FindingType.ADDRESS: find_addresses,
 }
 

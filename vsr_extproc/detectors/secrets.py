@@ -127,7 +127,9 @@ _DIGIT_OR_SYMBOL = re.compile(r"[0-9]|[^A-Za-z0-9_.]")
 _MIN_SECRET_LENGTH = 6
 
 
-def _is_placeholder(value: str) -> bool:
+def is_placeholder(value: str) -> bool:
+    """Whether a value is a placeholder, not a secret: a word such as ``password`` or
+    ``changeme``, one character repeated, or a template slot."""
     lowered = value.lower()
     return (
         lowered in _PLACEHOLDERS
@@ -138,7 +140,7 @@ def _is_placeholder(value: str) -> bool:
 
 def _assigned_secret_confidence(value: str, quoted: bool) -> float | None:
     """How likely an assigned value is a real secret; None when it is not one."""
-    if len(value) < _MIN_SECRET_LENGTH or _is_placeholder(value):
+    if len(value) < _MIN_SECRET_LENGTH or is_placeholder(value):
         return None
     has_digit_or_symbol = _DIGIT_OR_SYMBOL.search(value) is not None
     if quoted:
@@ -189,7 +191,7 @@ def _pattern_values(text: str) -> Iterator[Finding]:
                 yield Finding(FindingType.SECRET, *match.span("value"), 0.85, "bearer_token")
     if "://" in text:
         for match in _URL_CREDENTIALS.finditer(text):
-            if not _is_placeholder(match.group("value")):
+            if not is_placeholder(match.group("value")):
                 yield Finding(FindingType.SECRET, *match.span("value"), 0.85, "url_password")
 
 

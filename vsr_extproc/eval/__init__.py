@@ -4,7 +4,8 @@
   development set ``vsr_extproc/eval/data/domain.jsonl`` (written for this project).
 * ``pii``: per-type precision and recall on ``pii.jsonl`` (generated for this project); a
   finding counts when its type matches a labelled span and they overlap by at least half
-  of their union.
+  of their union. Beside it, passwords and PINs told in sentences (``eval.credentials``,
+  one frozen split).
 * ``names``: person, organisation and address spans in presidio-evaluator's support,
   banking and HR templates filled with its fake identities (``eval.public.names_rows``, one
   frozen split by template): per-type precision and recall (a finding counts when it
@@ -625,7 +626,11 @@ def run(
     else:
         rows = read_jsonl(data or DATA / f"{task}.jsonl")
     if task == "pii":
-        return evaluate_pii(rows)
+        from vsr_extproc.eval.credentials import evaluate_credentials
+
+        report = evaluate_pii(rows)
+        report["credentials_in_sentences"] = evaluate_credentials(split)
+        return report
     models = load_models(config, precision, runtime)
     if task == "safety":
         model, threshold = safety_model(models, config)
@@ -700,6 +705,15 @@ def summary(report: dict[str, Any]) -> str:
             lines.append(
                 f"min precision {report['min_precision']:.3f}, "
                 f"min recall {report['min_recall']:.3f}"
+            )
+            told = report["credentials_in_sentences"]
+            lines.append(
+                f"credentials told in sentences (split {told['split']}): passwords "
+                f"{told['passwords']['found']}/{told['passwords']['total']}, PINs "
+                f"{told['pins']['found']}/{told['pins']['total']}; texts about passwords "
+                f"without one flagged {told['texts_without_a_credential']['flagged']}/"
+                f"{told['texts_without_a_credential']['total']}; other findings in texts "
+                f"with one {told['other_findings_in_texts_with_one']}"
             )
     else:
         where = f"split {report['split']}" if "split" in report else "a JSON Lines file"
