@@ -411,25 +411,36 @@ def _chunked(models: TextModels, texts: Sequence[str]) -> tuple[list[str], np.nd
     return chunk_texts, np.concatenate(vectors), owners
 
 
-def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float]:
-    """The safety model as a policy compile fits it, and the configured threshold (the
-    first ``safety`` entry's, else the default)."""
-    from vsr_extproc.signals.safety import SafetyEntry, SafetyModel, default_bank
+def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float, Any]:
+    """The safety model as a policy compile fits it, the configured threshold (the first
+    ``safety`` entry's, else the default), and its multilingual reading (None where the
+    entry turns it off or the multilingual model is not installed)."""
+    from vsr_extproc.signals.base import Resources
+    from vsr_extproc.signals.safety import (
+        SafetyEntry,
+        SafetyModel,
+        crosslingual_safety,
+        default_bank,
+    )
 
-    threshold = SafetyEntry(name="unsafe").threshold
+    entry = SafetyEntry(name="unsafe")
     if config_path is not None:
         from vsr_extproc.config.compile import read_config
         from vsr_extproc.config.schema import family_entries
 
         config, _ = read_config(config_path)
-        entry = next(iter(family_entries(config, "safety")), None)
-        threshold = entry.threshold if entry is not None else threshold
-    return SafetyModel.fit(models.encoder, default_bank()), threshold
+        entry = next(iter(family_entries(config, "safety")), None) or entry
+    model = SafetyModel.fit(models.encoder, default_bank())
+    other = crosslingual_safety(Resources(), model) if entry.other_languages else None
+    return model, entry.threshold, other
 
 
-def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -> np.ndarray:
+def safety_probabilities(
+    models: TextModels, model: Any, texts: Sequence[str], other: Any = None
+) -> np.ndarray:
     """Each text's ``P(category)`` (rows: texts), from its riskiest chunk, as the signal
-    computes it."""
+    computes it; ``other`` is the multilingual reading (``safety.CrossLingualSafety``), or
+    None for English only."""
     rows = []
     for text in texts:
         chunk_texts, vectors, _ = _chunked(models, [text])
@@ -439,15 +450,21 @@ def safety_probabilities(models: TextModels, model: Any, texts: Sequence[str]) -
             pieces, own, _ = _chunked(models, [neighbourhood])
             again = model.chunk_probabilities(pieces, own).probabilities
             probabilities = model.riskier(probabilities, [owner] * len(pieces), again)
+        if other is not None:
+            probabilities = model.riskier(probabilities, *other.chunk_probabilities(chunk_texts))
         rows.append(probabilities[int(np.argmax(probabilities.sum(axis=1)))])
     return np.asarray(rows)
 
 
 def evaluate_safety(
-    models: TextModels, model: Any, threshold: float, rows: Sequence[dict[str, Any]]
+    models: TextModels,
+    model: Any,
+    threshold: float,
+    rows: Sequence[dict[str, Any]],
+    other: Any = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    probabilities = safety_probabilities(models, model, [row["text"] for row in rows])
+    probabilities = safety_probabilities(models, model, [row["text"] for row in rows], other)
     scores = probabilities.sum(axis=1)
     labels = np.asarray([0 if row["label"] == "benign" else 1 for row in rows])
     flagged = scores >= threshold
@@ -633,8 +650,8 @@ def run(
         return report
     models = load_models(config, precision, runtime)
     if task == "safety":
-        model, threshold = safety_model(models, config)
-        report = evaluate_safety(models, model, threshold, rows)
+        model, threshold, other = safety_model(models, config)
+        report = evaluate_safety(models, model, threshold, rows, other)
     elif task == "domain":
         report = evaluate_domain(models, rows)
     else:

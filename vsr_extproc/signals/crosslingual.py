@@ -26,22 +26,24 @@ in view; ``SLOPE`` was set, not fitted (a margin 0.05 higher reads 0.9).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from vsr_extproc.detectors.code import code_score
+from vsr_extproc.signals.base import Resources
 from vsr_extproc.signals.language import LanguageDetector
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.multilingual import MultilingualEncoder
 
+_Reading = TypeVar("_Reading")
 UI_MESSAGES = Path(__file__).resolve().parent.parent / "banks" / "ui_messages.jsonl"
 NEAREST = 5
 MARGIN_AT_THRESHOLD = 0.045  # the margin scored 0.7
@@ -79,10 +81,12 @@ _DETECTED = 2000  # characters read by the detector: enough to tell, bounded cos
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?؟])\s+|(?<=[。！？])\s*|\n+")
 
 
+@lru_cache(maxsize=1024)
 def other_language(text: str) -> bool:
     """Whether ``text`` is prose in a language other than English: mostly letters of
     another script, or words of the Latin script among which English's commonest words
-    are rare. Code, logs and lists of tokens are not prose, and are left out."""
+    are rare. Code, logs and lists of tokens are not prose, and are left out. (Remembered:
+    the jailbreak and safety signals ask it of the same chunks.)"""
     visible = sum(not char.isspace() for char in text)
     if not visible:
         return False
@@ -109,6 +113,26 @@ def other_language(text: str) -> bool:
     return True
 
 
+def multilingual_reading(
+    resources: Resources, key: Hashable, fit: Callable[[MultilingualEncoder], _Reading]
+) -> _Reading | None:
+    """A signal's multilingual reading, made by ``fit`` once a process (under ``key``), or
+    ``None`` where the multilingual sentence model is not installed. The language detector
+    ``other_language`` asks is loaded with it (lingua's models, about a second here), so
+    that the first request in another language does not wait for it past its signal's
+    timeout."""
+    from vsr_extproc.runtime.multilingual import multilingual_encoder
+
+    encoder = multilingual_encoder()
+    if encoder is None:
+        return None
+    _latin_languages()
+    reading: _Reading = resources.get(
+        key, lambda: fit(encoder), runtime=("embedding", "use-multilingual-v3")
+    )
+    return reading
+
+
 @cache
 def _latin_languages() -> LanguageDetector:
     return LanguageDetector(LATIN_LANGUAGES)
@@ -129,7 +153,8 @@ def _words(text: str) -> list[str]:
     return found
 
 
-def _sentences(text: str) -> list[str]:
+def sentences_of(text: str) -> list[str]:
+    """``text``'s sentences of ``MIN_SENTENCE`` characters or more, the first ``SENTENCES``."""
     found = [piece.strip() for piece in _SENTENCE_BREAK.split(text)]
     return [piece for piece in found if len(piece) >= MIN_SENTENCE][:SENTENCES]
 
@@ -157,7 +182,7 @@ class CrossLingualModel:
     def probabilities(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
         """P(attack) of each text, from its margin (``MARGIN_AT_THRESHOLD``, ``SLOPE``)."""
         vectors = self.encoder.encode(texts)
-        margin = _top_mean(vectors @ self.attacks.T) - _top_mean(vectors @ self.benign.T)
+        margin = top_mean(vectors @ self.attacks.T) - top_mean(vectors @ self.benign.T)
         logits = _AT_THRESHOLD + SLOPE * (margin.astype(np.float64) - MARGIN_AT_THRESHOLD)
         return np.asarray(1.0 / (1.0 + np.exp(-logits)), dtype=np.float64)
 
@@ -168,7 +193,7 @@ class CrossLingualModel:
         texts: list[str] = []
         owners: list[int] = []
         for place, index in enumerate(chosen):
-            sentences = _sentences(chunks[index])
+            sentences = sentences_of(chunks[index])
             pieces = dict.fromkeys(
                 [chunks[index], *(sentences if len(sentences) >= ALONE_FROM else ())]
             )
@@ -180,6 +205,7 @@ class CrossLingualModel:
         return chosen, scores
 
 
-def _top_mean(cosines: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+def top_mean(cosines: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row's mean of its ``NEAREST`` highest cosines."""
     nearest = min(NEAREST, cosines.shape[1])
     return np.asarray(np.sort(cosines, axis=1)[:, -nearest:].mean(axis=1), dtype=np.float32)

@@ -74,7 +74,7 @@ from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.crosslingual import CrossLingualModel, ui_messages
+from vsr_extproc.signals.crosslingual import CrossLingualModel, multilingual_reading, ui_messages
 from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read, pasted_spans
 from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
@@ -1441,17 +1441,11 @@ def crosslingual_model(
 ) -> CrossLingualModel | None:
     """The multilingual reading's model for this bank, or ``None`` where the multilingual
     sentence model is not installed."""
-    from vsr_extproc.runtime.multilingual import multilingual_encoder
-
-    encoder = multilingual_encoder()
-    if encoder is None:
-        return None
-    model: CrossLingualModel = resources.get(
+    return multilingual_reading(
+        resources,
         ("crosslingual-model", attacks, benign),
-        lambda: CrossLingualModel.fit(encoder, *crosslingual_bank(attacks, benign)),
-        runtime=("embedding", "use-multilingual-v3"),
+        lambda encoder: CrossLingualModel.fit(encoder, *crosslingual_bank(attacks, benign)),
     )
-    return model
 
 
 FAMILY = SignalFamily(

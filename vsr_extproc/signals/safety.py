@@ -33,6 +33,7 @@ other public corpora (``vsr-extproc eval safety``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -48,6 +49,13 @@ from pydantic import Field, model_validator
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
+from vsr_extproc.signals.crosslingual import (
+    ALONE_FROM,
+    multilingual_reading,
+    other_language,
+    sentences_of,
+    top_mean,
+)
 from vsr_extproc.signals.texts import (
     MIN_SENTENCE,
     TextScope,
@@ -62,6 +70,7 @@ from vsr_extproc.signals.texts import (
 
 if TYPE_CHECKING:
     from vsr_extproc.runtime.embedding import Embedder, FloatArray, TextEncoder
+    from vsr_extproc.runtime.multilingual import MultilingualEncoder
 
 BANK = Path(__file__).resolve().parent.parent / "banks" / "safety.yaml"
 PUBLIC = BANK.with_name("safety_public.jsonl")
@@ -150,6 +159,78 @@ def default_bank() -> Bank:
         tuple(dict.fromkeys([*benign, *ordinary])),
         tuple(r["text"] for r in public if r["label"] == "unsafe"),
     )
+
+
+#: the multilingual reading's margin (the mean cosine to the nearest harmful exemplars
+#: less that to the nearest benign ones) that flags 1 % of the public evaluation's ``dev``
+#: translations of Django's messages reads as the default threshold, 0.4; ``OTHER_SLOPE``
+#: was set, not fitted, as the jailbreak signal's (a margin 0.05 higher reads 0.8)
+OTHER_MARGIN_AT_THRESHOLD = 0.061
+OTHER_SLOPE = 27.0
+_AT_THRESHOLD = float(np.log(0.4 / 0.6))
+
+
+@dataclass(frozen=True)
+class CrossLingualSafety:
+    """Requests for harmful content written in other languages.
+
+    The safety model reads wording and meaning through English ("如何在家里制作炸弹?", how
+    to make a bomb at home, scored 0.001). A chunk written in another language
+    (``crosslingual.other_language``) is also read by the multilingual sentence model, in
+    whose space a sentence and its translation lie close: the chunk whole (and, in a chunk
+    of ``ALONE_FROM`` sentences or more, each sentence alone) is unsafe by how much nearer
+    it lies to the bank's harmful exemplars than to its benign ones, and of the category
+    whose exemplars lie nearest. The request keeps the riskier of the two readings.
+    """
+
+    encoder: MultilingualEncoder
+    unsafe: FloatArray
+    benign: FloatArray
+    #: each category's exemplars, in the safety model's order of ``categories``
+    categories: tuple[FloatArray, ...]
+
+    @classmethod
+    def fit(
+        cls, encoder: MultilingualEncoder, bank: Bank, categories: Sequence[str]
+    ) -> CrossLingualSafety:
+        by_category = tuple(encoder.embed_bank(bank.exemplars.get(c, ())) for c in categories)
+        unsafe = np.concatenate([*by_category, encoder.embed_bank(bank.uncategorised)])
+        return cls(encoder, unsafe, encoder.embed_bank(bank.benign), by_category)
+
+    def chunk_probabilities(
+        self, chunks: Sequence[str]
+    ) -> tuple[list[int], npt.NDArray[np.float64]]:
+        """The chunks written in another language (their indices), and each one's
+        ``P(category)`` row: the riskiest of the chunk whole and its sentences alone."""
+        chosen = [index for index, chunk in enumerate(chunks) if other_language(chunk)]
+        rows = np.zeros((len(chosen), len(self.categories)))
+        texts: list[str] = []
+        owners: list[int] = []
+        for place, index in enumerate(chosen):
+            alone = sentences_of(chunks[index])
+            pieces = dict.fromkeys([chunks[index], *(alone if len(alone) >= ALONE_FROM else ())])
+            texts.extend(pieces)
+            owners.extend([place] * len(pieces))
+        if not texts:
+            return chosen, rows
+        vectors = self.encoder.encode(texts)
+        margin = top_mean(vectors @ self.unsafe.T) - top_mean(vectors @ self.benign.T)
+        logits = _AT_THRESHOLD + OTHER_SLOPE * (
+            margin.astype(np.float64) - OTHER_MARGIN_AT_THRESHOLD
+        )
+        unsafe = 1.0 / (1.0 + np.exp(-logits))
+        nearest = np.stack(
+            [
+                top_mean(vectors @ exemplars.T) if len(exemplars) else np.full(len(texts), -np.inf)
+                for exemplars in self.categories
+            ],
+            axis=1,
+        )
+        for text, owner in enumerate(owners):
+            if unsafe[text] > rows[owner].sum():
+                rows[owner] = 0.0
+                rows[owner, int(np.argmax(nearest[text]))] = unsafe[text]
+        return chosen, rows
 
 
 @dataclass(frozen=True)
@@ -336,6 +417,11 @@ class SafetyEntry(AsyncSignalEntry):
     scope: TextScope = Field(
         default="prompt", description="prompt, or user / conversation to read earlier turns"
     )
+    other_languages: bool = Field(
+        default=True,
+        description="also read text in other languages with a multilingual sentence model "
+        "(CrossLingualSafety; needs requirements/multilingual.txt, else English only)",
+    )
 
     @model_validator(mode="after")
     def _thresholds_in_range(self) -> SafetyEntry:
@@ -351,9 +437,15 @@ class SafetySignal(AsyncSignal):
     family: ClassVar[str] = "safety"
 
     def __init__(
-        self, entry: SafetyEntry, embedder: Embedder, model: SafetyModel, budget: ReadingBudget
+        self,
+        entry: SafetyEntry,
+        embedder: Embedder,
+        model: SafetyModel,
+        budget: ReadingBudget,
+        crosslingual: CrossLingualSafety | None = None,
     ) -> None:
         self.name = entry.name
+        self.crosslingual = crosslingual
         self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.scope: TextScope = entry.scope
@@ -373,30 +465,44 @@ class SafetySignal(AsyncSignal):
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})
 
-        async def score() -> npt.NDArray[np.float64]:
+        async def score() -> tuple[npt.NDArray[np.float64], dict[str, int]]:
             embedded = await embed_texts(evaluation, self.embedder, texts)
             pieces = [
                 text[start:end]
                 for text, chunks in zip(texts, embedded, strict=True)
                 for start, end in chunks.spans
             ]
+            # chunks in another language, read again with the multilingual model meanwhile
+            other = (
+                asyncio.ensure_future(
+                    run_cpu(self.crosslingual.chunk_probabilities, pieces, owner=evaluation)
+                )
+                if self.crosslingual is not None
+                else None
+            )
             vectors = np.concatenate([e.vectors for e in embedded])
             scored = await run_cpu(
                 self.model.chunk_probabilities, pieces, vectors, owner=evaluation
             )
-            if not scored.neighbourhoods:
-                return scored.probabilities
-            own = await own_meanings(
-                evaluation, self.embedder, scored.owners, scored.neighbourhoods
-            )
-            again = await run_cpu(
-                self.model.chunk_probabilities, own.pieces, own.vectors, owner=evaluation
-            )
-            return self.model.riskier(scored.probabilities, own.owners, again.probabilities)
+            probabilities = scored.probabilities
+            if scored.neighbourhoods:
+                own = await own_meanings(
+                    evaluation, self.embedder, scored.owners, scored.neighbourhoods
+                )
+                again = await run_cpu(
+                    self.model.chunk_probabilities, own.pieces, own.vectors, owner=evaluation
+                )
+                probabilities = self.model.riskier(probabilities, own.owners, again.probabilities)
+            if other is None:
+                return probabilities, {}
+            chosen, rows = await other
+            probabilities = self.model.riskier(probabilities, chosen, rows)
+            return probabilities, {"other_language_chunks": len(chosen)}
 
         # every safety entry of the request reads the same probabilities
         key = ("safety", id(self.model), self.scope, self.budget)
-        return self.outcome(await evaluation.once(key, score), reading.report)
+        probabilities, other = await evaluation.once(key, score)
+        return self.outcome(probabilities, {**reading.report, **other})
 
     def outcome(self, probabilities: npt.NDArray[np.float64], report: dict[str, Any]) -> Outcome:
         """The riskiest chunk's verdict for this entry's categories.
@@ -447,7 +553,18 @@ def build(entry: SafetyEntry, resources: Resources) -> SafetySignal:
     model: SafetyModel = resources.get(
         key, lambda: SafetyModel.fit(embedder.encoder, default_bank())
     )
-    return SafetySignal(entry, embedder, model, reading_budget(resources))
+    crosslingual = crosslingual_safety(resources, model) if entry.other_languages else None
+    return SafetySignal(entry, embedder, model, reading_budget(resources), crosslingual)
+
+
+def crosslingual_safety(resources: Resources, model: SafetyModel) -> CrossLingualSafety | None:
+    """The multilingual reading of the shipped bank, or ``None`` where the multilingual
+    sentence model is not installed."""
+    return multilingual_reading(
+        resources,
+        ("safety-crosslingual", model.categories),
+        lambda encoder: CrossLingualSafety.fit(encoder, default_bank(), model.categories),
+    )
 
 
 FAMILY = SignalFamily(
