@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from vsr_extproc.runtime.cache import kept_bank
+from vsr_extproc.runtime.cache import LruCache, kept_bank, text_key
 
 DIMENSION = 512
+MEMO = 2048  # texts' vectors remembered (a request's chunks and sentences, several requests)
 _PROBE = "A probe sentence that fingerprints the model's weights."
 
 
@@ -42,15 +43,32 @@ class MultilingualEncoder:
         # a call limits numpy's BLAS threads process-wide while it runs (threadpoolctl):
         # calls from two threads would undo each other's limit, so one runs at a time
         self._lock = threading.Lock()
+        #: each text's vector, by a digest of it: the jailbreak and safety signals read the
+        #: same chunks and sentences of a request in another language at the same time, and
+        #: the one that waits for the lock finds them here
+        self._memo: LruCache[bytes, npt.NDArray[np.float32]] = LruCache(MEMO)
         probe = self.encode([_PROBE])[0]
         self.fingerprint = hashlib.sha256(np.round(probe, 4).tobytes()).hexdigest()[:16]
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        keys = [text_key(text) for text in texts]
+        vectors: dict[bytes, npt.NDArray[np.float32]] = {}
         with self._lock:
-            rows = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
-        return rows.reshape(len(texts), DIMENSION)
+            missing: dict[bytes, str] = {}
+            for key, text in zip(keys, texts, strict=True):
+                kept = self._memo.get(key)
+                if kept is None:
+                    missing[key] = text
+                else:
+                    vectors[key] = kept
+            if missing:
+                rows = np.asarray(self._model.encode(list(missing.values())), dtype=np.float32)
+                for key, row in zip(missing, rows.reshape(len(missing), DIMENSION), strict=True):
+                    vectors[key] = row
+                    self._memo.put(key, row)
+        return np.stack([vectors[key] for key in keys])
 
     def embed_bank(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """``encode``, kept on disk for the next process that compiles the same bank."""

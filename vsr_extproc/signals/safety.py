@@ -20,6 +20,10 @@ signals: no extra forward pass) and how near it lies to each category's exemplar
 the benign ones. A chunk is scored whole and sentence by sentence, and the request takes
 its riskiest; a text of a few words is trusted less, as in ``jailbreak``.
 
+A chunk in another language is also read by the multilingual sentence model the jailbreak
+signal reads it with (``CrossLingualSafety``; ``other_languages``), and the riskier
+reading wins.
+
 A category is found when its probability reaches its threshold; an entry matches when one
 of its categories is found, when its categories together reach ``threshold``, or when the
 text is unsafe and its likeliest category is the entry's (a request torn between hate and
