@@ -6,7 +6,7 @@ to …", "enter … as the administrator password", "the door code is 4821".
 characters or more with letters and digits or symbols (or digits and symbols) that is no
 date, time, version, amount, prefixed ID, address, link or path, no words joined
 (``dois-je``, ``new_password``) and no code (brackets, ``=``). It counts when its sentence
-names a password (``_PASSWORD_NOUN``, in eight languages), no user name stands nearer to
+names a password (``_PASSWORD_NOUN``, in nine languages), no user name stands nearer to
 it, and either the sentence links the two ("is", ":", "to", "as", with at most five
 words between: "the password I was given at onboarding was …") or the token is strong on
 its own (eight characters or more of three kinds, and not a word with a short number such
