@@ -780,6 +780,35 @@ def test_onnxruntime_runs_the_same_model_as_torch() -> None:
     assert (expected * quantized).sum(axis=1).min() > 0.98  # measured: 0.993
 
 
+def test_int8_weights_leave_no_cpu_room_to_saturate(tmp_path: Any) -> None:
+    """The quantised weights lie in [-64, 64]: a pair of products of uint8 activations and
+    such weights fits the 16-bit sums of CPUs without VNNI, so AVX2 and AVX-512 machines
+    compute the same embeddings and make the same decisions (with all eight bits, one
+    prompt scored 0.7135 on one and under the 0.7 threshold on the other)."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    from transformers import BertConfig, BertModel
+
+    from vsr_extproc.runtime.embedding import _export_onnx, _quantize_onnx
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )  # fmt: skip
+    model = BertModel(config).eval()
+    path = _quantize_onnx(_export_onnx(model, tmp_path / "m.onnx"), tmp_path / "q.onnx")
+    weights = [
+        numpy_helper.to_array(tensor)
+        for tensor in onnx.load(str(path)).graph.initializer
+        if tensor.data_type == onnx.TensorProto.INT8 and tensor.dims
+    ]
+    assert weights
+    assert min(int(w.min()) for w in weights) >= -64
+    assert max(int(w.max()) for w in weights) <= 64
+
+
 def test_int8_embeddings_stay_close_to_fp32() -> None:
     texts = ["Is this mole on my back dangerous?", "How do I rebase a git branch onto main?"]
     full = load_text_encoder(precision="fp32").embed(texts)

@@ -326,6 +326,14 @@ def _quantize_onnx(source: Path, path: Path) -> Path:
     output channel gives 0.986, one per matrix 0.909. Products of two activations
     (attention scores, attention-weighted values) stay in float: quantising them as well
     was slower (29 ms instead of 20 ms) and less accurate (0.895).
+
+    The weights use seven bits of the eight (``reduce_range``), so that every CPU computes
+    the same embeddings: without VNNI, ONNX Runtime multiplies uint8 activations by int8
+    weights two at a time into a saturating 16-bit sum, which 2 · 255 · 127 overflows and
+    2 · 255 · 64 does not. With eight bits, an AVX-512 VNNI machine and an AVX2 one scored
+    the same prompt 0.7135 and under 0.7 (a refusal on one, not on the other). Fidelity
+    to fp32 on the domain set and 300 MMLU questions: minimum cosine 0.982 → 0.978, mean
+    0.9944 → 0.9933.
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -345,6 +353,7 @@ def _quantize_onnx(source: Path, path: Path) -> Path:
             path,
             weight_type=QuantType.QInt8,
             per_channel=True,
+            reduce_range=True,
             op_types_to_quantize=["MatMul"],
             nodes_to_exclude=between_activations,
         )
