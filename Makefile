@@ -101,7 +101,7 @@ bench: $(STAMP) ## latency and throughput benchmarks (prints the README's number
 .PHONY: eval-text
 eval-text: $(STAMP) ## the text signals on their evaluation sets: domain, pii, names, jailbreak, safety (SPLIT=dev|test)
 	@mkdir -p .reports
-	$(BIN)/vsr-extproc eval domain --report .reports/eval-domain.json
+	$(BIN)/vsr-extproc eval domain --split $(or $(SPLIT),test) --report .reports/eval-domain-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval pii --report .reports/eval-pii.json
 	$(BIN)/vsr-extproc eval names --split $(or $(SPLIT),test) --report .reports/eval-names-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval jailbreak --split $(or $(SPLIT),test) --report .reports/eval-jailbreak-$(or $(SPLIT),test).json

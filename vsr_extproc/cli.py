@@ -143,8 +143,8 @@ def _parser() -> argparse.ArgumentParser:
         "--split",
         choices=("dev", "test"),
         default="test",
-        help="pii (its credentials in sentences), names, jailbreak, safety, images: which "
-        "frozen split (default: test)",
+        help="domain (MMLU's questions), pii (its credentials in sentences), names, "
+        "jailbreak, safety, images: which frozen split (default: test)",
     )
     evaluate.add_argument(
         "--budget-ms",

