@@ -678,6 +678,14 @@ def run(
     return report
 
 
+def _per_domain_lines(per_domain: dict[str, dict[str, Any]]) -> list[str]:
+    return [
+        f"  {name:<14} precision {row['precision']:.3f}  recall "
+        f"{row['recall']:.3f}  n={row['support']}"
+        for name, row in per_domain.items()
+    ]
+
+
 def summary(report: dict[str, Any]) -> str:
     """A readable summary of a report."""
     task = report["task"]
@@ -691,22 +699,14 @@ def summary(report: dict[str, Any]) -> str:
             f"top-1 accuracy {report['accuracy']:.3f}  "
             f"({report['model']}, {report['runtime']} {report['precision']})"
         )
-        for name, row in report["per_domain"].items():
-            lines.append(
-                f"  {name:<14} precision {row['precision']:.3f}  recall "
-                f"{row['recall']:.3f}  n={row['support']}"
-            )
+        lines.extend(_per_domain_lines(report["per_domain"]))
         if (independent := report.get("independent")) is not None:
             lines.append(
                 f"{independent['source']}, split {independent['split']}: "
                 f"{independent['examples']} questions, top-1 accuracy "
                 f"{independent['accuracy']:.3f}"
             )
-            for name, row in independent["per_domain"].items():
-                lines.append(
-                    f"  {name:<14} precision {row['precision']:.3f}  recall "
-                    f"{row['recall']:.3f}  n={row['support']}"
-                )
+            lines.extend(_per_domain_lines(independent["per_domain"]))
     elif task in ("pii", "names"):
         if task == "names":
             lines.append(f"split {report['split']}, {report['model']}")

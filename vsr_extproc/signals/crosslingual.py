@@ -183,26 +183,43 @@ class CrossLingualModel:
         """P(attack) of each text, from its margin (``MARGIN_AT_THRESHOLD``, ``SLOPE``)."""
         vectors = self.encoder.encode(texts)
         margin = top_mean(vectors @ self.attacks.T) - top_mean(vectors @ self.benign.T)
-        logits = _AT_THRESHOLD + SLOPE * (margin.astype(np.float64) - MARGIN_AT_THRESHOLD)
-        return np.asarray(1.0 / (1.0 + np.exp(-logits)), dtype=np.float64)
+        return margin_probability(margin, MARGIN_AT_THRESHOLD, SLOPE, _AT_THRESHOLD)
 
     def chunk_scores(self, chunks: Sequence[str]) -> tuple[list[int], npt.NDArray[np.float64]]:
         """The chunks written in another language (their indices), and each one's score:
         the riskiest of the chunk whole and of its sentences read alone."""
-        chosen = [index for index, chunk in enumerate(chunks) if other_language(chunk)]
-        texts: list[str] = []
-        owners: list[int] = []
-        for place, index in enumerate(chosen):
-            sentences = sentences_of(chunks[index])
-            pieces = dict.fromkeys(
-                [chunks[index], *(sentences if len(sentences) >= ALONE_FROM else ())]
-            )
-            texts.extend(pieces)
-            owners.extend([place] * len(pieces))
+        chosen, texts, owners = foreign_readings(chunks)
         scores = np.zeros(len(chosen))
         if texts:
             np.maximum.at(scores, owners, self.probabilities(texts))
         return chosen, scores
+
+
+def foreign_readings(chunks: Sequence[str]) -> tuple[list[int], list[str], list[int]]:
+    """What a multilingual reading reads of ``chunks``: the indices of those written in
+    another language (``other_language``), and the texts read of them — each chunk whole
+    and, in a chunk of ``ALONE_FROM`` sentences or more, each sentence alone — with the
+    place in those indices of the chunk each text belongs to."""
+    chosen = [index for index, chunk in enumerate(chunks) if other_language(chunk)]
+    texts: list[str] = []
+    owners: list[int] = []
+    for place, index in enumerate(chosen):
+        sentences = sentences_of(chunks[index])
+        pieces = dict.fromkeys(
+            [chunks[index], *(sentences if len(sentences) >= ALONE_FROM else ())]
+        )
+        texts.extend(pieces)
+        owners.extend([place] * len(pieces))
+    return chosen, texts, owners
+
+
+def margin_probability(
+    margin: npt.NDArray[np.float32], at_threshold: float, slope: float, threshold_logit: float
+) -> npt.NDArray[np.float64]:
+    """A margin read as a probability: ``at_threshold`` reads as the threshold (whose logit
+    is ``threshold_logit``), each unit more adds ``slope`` to the logit."""
+    logits = threshold_logit + slope * (margin.astype(np.float64) - at_threshold)
+    return np.asarray(1.0 / (1.0 + np.exp(-logits)), dtype=np.float64)
 
 
 def top_mean(cosines: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -54,10 +54,9 @@ from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.crosslingual import (
-    ALONE_FROM,
+    foreign_readings,
+    margin_probability,
     multilingual_reading,
-    other_language,
-    sentences_of,
     top_mean,
 )
 from vsr_extproc.signals.texts import (
@@ -206,23 +205,13 @@ class CrossLingualSafety:
     ) -> tuple[list[int], npt.NDArray[np.float64]]:
         """The chunks written in another language (their indices), and each one's
         ``P(category)`` row: the riskiest of the chunk whole and its sentences alone."""
-        chosen = [index for index, chunk in enumerate(chunks) if other_language(chunk)]
+        chosen, texts, owners = foreign_readings(chunks)
         rows = np.zeros((len(chosen), len(self.categories)))
-        texts: list[str] = []
-        owners: list[int] = []
-        for place, index in enumerate(chosen):
-            alone = sentences_of(chunks[index])
-            pieces = dict.fromkeys([chunks[index], *(alone if len(alone) >= ALONE_FROM else ())])
-            texts.extend(pieces)
-            owners.extend([place] * len(pieces))
         if not texts:
             return chosen, rows
         vectors = self.encoder.encode(texts)
         margin = top_mean(vectors @ self.unsafe.T) - top_mean(vectors @ self.benign.T)
-        logits = _AT_THRESHOLD + OTHER_SLOPE * (
-            margin.astype(np.float64) - OTHER_MARGIN_AT_THRESHOLD
-        )
-        unsafe = 1.0 / (1.0 + np.exp(-logits))
+        unsafe = margin_probability(margin, OTHER_MARGIN_AT_THRESHOLD, OTHER_SLOPE, _AT_THRESHOLD)
         nearest = np.stack(
             [
                 top_mean(vectors @ exemplars.T) if len(exemplars) else np.full(len(texts), -np.inf)
