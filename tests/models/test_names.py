@@ -20,6 +20,7 @@ from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
 from vsr_extproc.eval import evaluate_names
 from vsr_extproc.eval.public import names_rows
+from vsr_extproc.runtime.entities import EntityModel
 from vsr_extproc.signals.base import Resources
 
 pytestmark = pytest.mark.models
@@ -233,6 +234,18 @@ def test_a_long_message_kept_for_replay_costs_no_second_pass_of_the_model(
     assert kept.count("<PERSON_") == 3
 
 
+@pytest.fixture(scope="module")
+def judged_model() -> EntityModel:
+    """The shipped model with the language detector the router gives it."""
+    from vsr_extproc.config.schema import DEFAULT_LANGUAGES
+    from vsr_extproc.runtime.entities import load_entity_model
+    from vsr_extproc.signals.language import LanguageDetector
+
+    model = load_entity_model(_MODEL, LanguageDetector(DEFAULT_LANGUAGES).detect)
+    assert model is not None
+    return model
+
+
 @pytest.mark.parametrize(
     ("text", "names"),
     [
@@ -248,18 +261,13 @@ def test_a_long_message_kept_for_replay_costs_no_second_pass_of_the_model(
     ],
 )
 def test_a_short_text_is_read_as_english_only_without_another_languages_words(
-    text: str, names: list[str]
+    judged_model: EntityModel, text: str, names: list[str]
 ) -> None:
-    from vsr_extproc.config.schema import DEFAULT_LANGUAGES
     from vsr_extproc.detectors import FindingType
-    from vsr_extproc.runtime.entities import load_entity_model
-    from vsr_extproc.signals.language import LanguageDetector
 
-    model = load_entity_model(_MODEL, LanguageDetector(DEFAULT_LANGUAGES).detect)
-    assert model is not None
     found = {
         text[f.start : f.end]
-        for f in model.find(text)
+        for f in judged_model.find(text)
         if f.type is FindingType.PERSON and f.confidence >= 0.5
     }
     assert sorted(found) == names
