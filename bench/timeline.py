@@ -1,6 +1,8 @@
 """Where a fresh text decision's time goes: ``python -m bench.timeline [--tokens N]``.
 
-Decides fresh prompts with the demo config in this process (no gRPC, no Envoy) and times,
+Decides fresh prompts with the demo config in this process (no gRPC, no Envoy; every
+signal run to its end, as ``vsr-extproc explain`` runs them: an ordinary prompt's decision
+is the default, which waits for every signal in the service too) and times,
 inside each decision, the embedding model's forward passes (on the model's thread) and the
 named-entity model's reads (on the signals' thread), from the moment the decision starts.
 Prints the p50 of each, how many passes a decision made, and the timelines of a few
