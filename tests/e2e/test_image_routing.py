@@ -28,8 +28,9 @@ def test_a_passport_page_reaches_the_restricted_model(http: httpx.Client, image:
     assert response.headers["x-standin-cluster"] == "restricted_vlm"
 
 
-def test_a_code_screenshot_showing_a_key_is_flagged(http: httpx.Client) -> None:
-    response = _ask(http, "Find the bug in this code.", "code_with_key.png")
+@pytest.mark.parametrize("prompt", ["Find the bug in this code.", "Review this"])
+def test_a_code_screenshot_showing_a_key_is_flagged(http: httpx.Client, prompt: str) -> None:
+    response = _ask(http, prompt, "code_with_key.png")
     assert response.headers["x-vsr-decision"] == "security_review"
     assert response.headers["x-vsr-secret-leak"] == "true"
     received = response.json()["vsr_standin"]
