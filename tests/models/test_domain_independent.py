@@ -21,7 +21,7 @@ def test_mmlu_questions_are_routed_to_their_subjects_domain_at_the_measured_leve
     assert report["examples"] > 1000
     assert report["accuracy"] >= 0.76
     recall = {name: row["recall"] for name, row in report["per_domain"].items()}
-    # measured on this slice: legal 0.919, math_science 0.910, finance 0.837; general
-    # knowledge (0.356), medicine (0.708) and computer science (0.500) are the misses the
-    # README reports
+    # measured on this slice (accuracy 0.788): legal 0.919, math_science 0.910, finance
+    # 0.837; general knowledge (0.350), medicine (0.708) and computer science (0.538) are
+    # the misses the README reports
     assert min(recall["legal"], recall["math_science"], recall["finance"]) >= 0.8
