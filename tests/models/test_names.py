@@ -100,10 +100,11 @@ def test_names_in_other_languages_and_words_that_only_look_like_them(
 
 def test_names_in_other_languages_meet_their_measured_levels() -> None:
     """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.774
-    of 288 names, precision 0.949, 6 of 80 messages without a name flagged, 25 of Django's
-    1,727 messages; with spaCy's small pipeline, before short texts were read whole: 0.767,
-    0.891, 7/80 and 26/1,727; before the English model was kept to English text: 0.785,
-    0.571, 23/80 and 190/1,727)."""
+    of 288 names, precision 0.949, 6 of 80 messages without a name flagged, 16 of Django's
+    1,727 messages (25 before a technology's name stopped counting as a person's: "Mac");
+    with spaCy's small pipeline, before short texts were read whole: 0.767, 0.891, 7/80
+    and 26/1,727; before the English model was kept to English text: 0.785, 0.571, 23/80
+    and 190/1,727)."""
     from vsr_extproc.eval.public import names_in_other_languages
 
     report = evaluate_names(names_in_other_languages("test"), _MODEL)
@@ -133,6 +134,41 @@ def test_ordinary_requests_hold_no_name(router: Router) -> None:
         assert not _results(router, prompt)["pii.names"].matched, prompt
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # each held a person before: the model's Java, Jenkins, Cortana, Xcode; the
+        # gazetteer's and the model's Mac and Alexa; the model's Ruby
+        "Is Java faster than Python for web backends?",
+        "How do I use Jenkins with GitHub Actions?",
+        "Can Cortana be disabled on Windows 11?",
+        "Why won't Xcode open my Swift project?",
+        "How do I install Homebrew on a Mac?",
+        "Can Alexa play Spotify playlists?",
+        "Is Ruby on Rails still worth learning?",
+    ],
+)
+def test_a_question_about_software_or_a_product_names_no_person(
+    router: Router, prompt: str
+) -> None:
+    assert not _results(router, prompt)["pii.names"].value.get("person"), prompt
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Julia said she would send the invoice on Friday.",
+        "I met Alexa at the conference and she wants the slides.",
+        "Please ask Ruby to call me back about the refund.",
+        "Hi Jenkins, the parcel is at the front desk.",  # a cue: a name whatever it names
+    ],
+)
+def test_a_person_whose_name_is_also_a_products_is_still_a_person(
+    router: Router, prompt: str
+) -> None:
+    assert _results(router, prompt)["pii.names"].value.get("person") == 1, prompt
+
+
 def test_a_route_that_redacts_person_names_replaces_them_consistently(router: Router) -> None:
     action = router.policy.decisions[0].action
     assert isinstance(action, RouteAction)
@@ -157,10 +193,10 @@ def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> N
 
 
 def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
-    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.863,
-    precision 0.881; name-only messages 206/240; address precision 0.959; with spaCy's
-    small pipeline: 0.823, 0.845, 204/240). The issue's precision target for names, 0.90,
-    is not met: see the README."""
+    """The test split of ``vsr-extproc eval names`` (measured: person recall 0.858 (0.863
+    before a technology's name stopped counting as a person's), precision 0.881; name-only
+    messages 206/240; address precision 0.959; with spaCy's small pipeline: 0.823, 0.845,
+    204/240). The issue's precision target for names, 0.90, is not met: see the README."""
     report = evaluate_names(names_rows("test"), _MODEL)
     person = report["per_type"]["person"]
     assert person["recall"] >= 0.84

@@ -1,5 +1,6 @@
-"""The name rules beside the named-entity model: greetings and titles, and the gazetteer of
-given names and surnames (Faker's person providers), without loading a spaCy pipeline."""
+"""The name rules beside the named-entity model: greetings and titles, the gazetteer of
+given names and surnames (Faker's person providers) and the names of technologies
+(Pygments' and Simple Icons' lists), without loading a spaCy pipeline."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vsr_extproc.runtime.entities import Gazetteer, _cued_names
+from vsr_extproc.runtime.technology import Technology, fit_logistic
 
 
 @pytest.fixture(scope="module")
@@ -233,3 +236,35 @@ def test_a_pipeline_is_found_in_the_package_that_carries_it_as_data(
     assert pipeline_location("two_models") == "two_models"  # which one: spaCy's error says
     assert pipeline_location("no_such_pipeline") == "no_such_pipeline"
     assert pipeline_location(str(tmp_path / "x")) == str(tmp_path / "x")
+
+
+def test_the_lists_name_languages_and_products_in_one_word_or_several() -> None:
+    technology = Technology.load()  # no pipeline: the lists alone
+    assert {"Java", "Julia", "Jenkins", "Xcode", "Jupyter", "Docker"} <= technology.words
+    assert technology.names("Java")
+    assert not technology.names("Maria")
+    assert technology.vector_confidence("Java") is None  # no vectors without a pipeline
+    text = "Is Ruby on Rails still worth learning?"
+    assert technology.in_phrase(text, 3, 7)
+    assert not technology.in_phrase("Please ask Ruby to call me back.", 11, 15)
+
+
+def test_another_technology_in_the_sentence_is_read_past_its_opening_word() -> None:
+    technology = Technology.load()
+    sentence = "Is Julia faster than Python?"
+    assert technology.mentioned(sentence, (3, 8))
+    # the named span itself, the opening word and a listed person's name do not count
+    assert not technology.mentioned("Julia said she would send it.", (0, 5))
+    assert not technology.mentioned("Python night: Julia is coming.", (14, 19))
+    assert not technology.mentioned("Ask Julia and Ruby.", (4, 9), frozenset({"Ruby"}))
+
+
+def test_the_vector_model_is_a_logistic_regression_that_separates_what_it_can() -> None:
+    rng = np.random.default_rng(0)
+    features = np.vstack([rng.normal(1.0, 0.5, (200, 5)), rng.normal(-1.0, 0.5, (50, 5))])
+    labels = np.r_[np.ones(200), np.zeros(50)]
+    weights = fit_logistic(features, labels)
+    scores = features @ weights[:-1] + weights[-1]
+    assert ((scores > 0) == (labels == 1)).mean() > 0.99
+    # the classes weigh the same: the rarer one is not pushed across the boundary
+    assert (scores[labels == 0] < 0).mean() > 0.99

@@ -33,6 +33,7 @@ import structlog
 
 from vsr_extproc.detectors.findings import Finding, FindingType
 from vsr_extproc.runtime.cache import LruCache, text_key
+from vsr_extproc.runtime.technology import Technology
 
 log = structlog.get_logger(__name__)
 
@@ -377,12 +378,18 @@ def _sentences(text: str) -> Iterator[str]:
 
 def sentence_at(text: str, index: int) -> str:
     """The sentence of ``text`` that holds ``index``."""
+    start, end = sentence_span(text, index)
+    return text[start:end]
+
+
+def sentence_span(text: str, index: int) -> tuple[int, int]:
+    """Where the sentence of ``text`` that holds ``index`` starts and ends."""
     start = 0
     for sentence in _sentences(text):
         if start + len(sentence) > index:
-            return sentence
+            return start, start + len(sentence)
         start += len(sentence)
-    return ""
+    return len(text), len(text)
 
 
 def _function_words() -> dict[str, frozenset[str]]:
@@ -435,6 +442,9 @@ class EntityModel:
     name: str
     version: str
     gazetteer: Gazetteer | None = None
+    #: names of software and products: a word alone that names one is no person's name
+    #: ("Is Java faster …", "Can Alexa play …") unless a cue says it is one
+    technology: Technology | None = field(default=None, compare=False, repr=False)
     #: the language detector that keeps the English model off text in other languages
     #: (it reads the nouns of a German sentence as names: "Wie kann", "Komma", "Ziffern")
     #: and tells the gazetteer which language a sentence is in; without one, every
@@ -518,9 +528,32 @@ class EntityModel:
                 or not (
                     _a_place_or_company(text, finding.start, finding.end)
                     or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
+                    or (finding.detail != "cue" and self._a_technology(text, finding))
                 )
             ]
         return found
+
+    def _a_technology(self, text: str, finding: Finding) -> bool:
+        """Whether the person's name ``finding`` found in ``text`` names a technology
+        instead: it lies in a longer technology's name ("Ruby on Rails"), or it is one
+        word that names one (``Technology.names``) and either no name list holds it as a
+        given name (Java, Jenkins, Cortana) or its sentence names another technology
+        ("Can Alexa play Spotify playlists?"; not "I met Alexa at the conference")."""
+        technology = self.technology
+        if technology is None:
+            return False
+        start, end = finding.start, finding.end
+        if technology.in_phrase(text, start, end):
+            return True
+        word = text[start:end]
+        if not _WORD.fullmatch(word) or not technology.names(word):
+            return False
+        given = self.gazetteer.given if self.gazetteer is not None else frozenset()
+        if word not in given:
+            return True
+        people = given | self.gazetteer.surnames if self.gazetteer is not None else given
+        at, until = sentence_span(text, start)
+        return technology.mentioned(text[at:until], (start - at, end - at), people)
 
     def _english_runs(self, piece: str) -> list[tuple[int, int]]:
         """The ``name_runs`` of ``piece`` that are written in the model's own language (all
@@ -738,5 +771,6 @@ def load_entity_model(name: str, language: Language | None = None) -> EntityMode
     except ImportError as error:
         log.warning("name lists unavailable", reason=str(error))
         gazetteer = None
+    technology = Technology.load(nlp, gazetteer.given if gazetteer is not None else ())
     log.info("entity model loaded", model=name, version=version, pipes=nlp.pipe_names)
-    return EntityModel(nlp, name, version, gazetteer, language)
+    return EntityModel(nlp, name, version, gazetteer, technology, language)
