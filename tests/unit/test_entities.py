@@ -160,6 +160,9 @@ def _reads(language: str | None) -> Callable[[str], tuple[str | None, float]]:
         ("De kamer staat op naam van Anna van der Kruk.", "nl", ["Anna van der Kruk"]),
         # a boolean literal
         ("The value must be True or False.", None, []),
+        # Polish surnames are listed under their own attributes, in both genders
+        ("Za budżet odpowiada Ireneusz Sawicki.", "pl", ["Ireneusz Sawicki"]),
+        ("Według policji Walentyna Pawłowska została zatrzymana.", "pl", ["Walentyna Pawłowska"]),
     ],
 )
 def test_the_gazetteer_reads_a_sentence_by_the_rules_of_its_language(
@@ -236,6 +239,15 @@ def test_a_pipeline_is_found_in_the_package_that_carries_it_as_data(
     assert pipeline_location("two_models") == "two_models"  # which one: spaCy's error says
     assert pipeline_location("no_such_pipeline") == "no_such_pipeline"
     assert pipeline_location(str(tmp_path / "x")) == str(tmp_path / "x")
+
+
+def test_every_list_of_given_names_and_surnames_faker_keeps_is_read(
+    gazetteer: Gazetteer,
+) -> None:
+    # Polish's surnames ("unisex_last_names", "male_last_names") and their feminine forms,
+    # Czech's by gender, Japanese given names in Latin letters
+    assert {"Sawicki", "Kowalski", "Kowalska", "Wiśniewska", "Nováková"} <= gazetteer.surnames
+    assert "Hiroshi" in gazetteer.given
 
 
 def test_the_lists_name_languages_and_products_in_one_word_or_several() -> None:

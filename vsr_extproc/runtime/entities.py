@@ -33,7 +33,7 @@ import structlog
 
 from vsr_extproc.detectors.findings import Finding, FindingType
 from vsr_extproc.runtime.cache import LruCache, text_key
-from vsr_extproc.runtime.technology import Technology
+from vsr_extproc.runtime.technology import GIVEN_NAME_CONFIDENCE, Technology
 
 log = structlog.get_logger(__name__)
 
@@ -123,6 +123,13 @@ _WORDS_TOO = frozenset((
     "Candy", "Cherry", "Ginger", "Honey", "Olive", "Pepper", "Basil", "True",
 ))
 # fmt: on
+# the attributes of Faker's person providers that list given names and surnames, under
+# each locale's own names: "first_names_female", "first_names_unisex",
+# "first_romanized_names" (Japanese and Chinese in Latin letters); "last_names",
+# "last_names_male", "unisex_last_names" and "male_last_names" (Polish's 3,890); not the
+# kana lists, the pairs, the middle names or Icelandic's patronymic stems
+_GIVEN_NAMES = re.compile(r"first_(?:romanized_)?names(?:_(?!pairs)[a-z]+)*")
+_SURNAMES = re.compile(r"(?:[a-z]+_)?last_(?:romanized_)?names(?:_(?!without)[a-z]+)*")
 _WORD = re.compile(r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*")
 _FOLLOWS_A_NAME = re.compile(r" [a-z]|:|’s\b|'s\b")  # "Ella lives …", "Jiří: …", "Kuba's"
 
@@ -130,7 +137,7 @@ _FOLLOWS_A_NAME = re.compile(r" [a-z]|:|’s\b|'s\b")  # "Ella lives …", "Jiř
 @dataclass(frozen=True)
 class Gazetteer:
     """Given names and surnames of many countries (Faker's person providers, MIT: about
-    31,000 given names and 28,000 surnames over 86 locales), for the names a small English
+    25,000 given names and 28,000 surnames over 86 locales), for the names a small English
     model misses: "Roelien", "Ubul Csonka", "Tomáš"."""
 
     given: frozenset[str]
@@ -160,9 +167,14 @@ class Gazetteer:
         given: set[str] = set()
         surnames: set[str] = set()
         for attributes in _providers(people):
-            for attribute in ("first_names", "first_names_male", "first_names_female"):
-                given.update(_strings(attributes.get(attribute)))
-            surnames.update(_strings(attributes.get("last_names")))
+            for attribute, value in attributes.items():
+                if _GIVEN_NAMES.fullmatch(attribute):
+                    given.update(_strings(value))
+                elif _SURNAMES.fullmatch(attribute):
+                    surnames.update(_strings(value))
+        # Polish lists a surname in its masculine form; the feminine one ends in -a
+        # ("Kowalski", "Kowalska"; "Sawicki", "Sawicka")
+        surnames.update(name[:-1] + "a" for name in list(surnames) if name.endswith(("ski", "cki")))
         countries: set[str] = set()
         words = set(_strings(English.language_names))
         for attributes in _providers(addresses):
@@ -535,10 +547,11 @@ class EntityModel:
 
     def _a_technology(self, text: str, finding: Finding) -> bool:
         """Whether the person's name ``finding`` found in ``text`` names a technology
-        instead: it lies in a longer technology's name ("Ruby on Rails"), or it is one
-        word that names one (``Technology.names``) and either no name list holds it as a
-        given name (Java, Jenkins, Cortana) or its sentence names another technology
-        ("Can Alexa play Spotify playlists?"; not "I met Alexa at the conference")."""
+        instead: it lies in a longer technology's name ("Ruby on Rails"); or it is one
+        word that no name list holds as a given name and that names one (Java, Jenkins,
+        Cortana: ``Technology.names``); or it is a given name that may name one, and its
+        sentence names another technology ("Can Alexa play Spotify playlists?"; not "I
+        met Alexa at the conference")."""
         technology = self.technology
         if technology is None:
             return False
@@ -546,11 +559,13 @@ class EntityModel:
         if technology.in_phrase(text, start, end):
             return True
         word = text[start:end]
-        if not _WORD.fullmatch(word) or not technology.names(word):
+        if not _WORD.fullmatch(word):
             return False
         given = self.gazetteer.given if self.gazetteer is not None else frozenset()
         if word not in given:
-            return True
+            return technology.names(word)
+        if not technology.names(word, GIVEN_NAME_CONFIDENCE):
+            return False
         people = given | self.gazetteer.surnames if self.gazetteer is not None else given
         at, until = sentence_span(text, start)
         return technology.mentioned(text[at:until], (start - at, end - at), people)

@@ -35,6 +35,9 @@ log = structlog.get_logger(__name__)
 #: Sherry, Bill). A given name names a technology only beside another one, so such names
 #: alone are kept
 VECTOR_CONFIDENCE = 0.9
+#: how sure it must be of a word that is also a given name (Alexa scores 0.89, Siri 0.97):
+#: leaning to a technology is enough, as another technology in its sentence must confirm it
+GIVEN_NAME_CONFIDENCE = 0.5
 _TITLE_WORD = re.compile(r"[A-Z][A-Za-z]+")
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -60,7 +63,7 @@ class Technology:
     def load(cls, nlp: Any = None, given: Iterable[str] = ()) -> Technology:
         """The lists, and with ``nlp`` the vector model fitted on its vectors: the listed
         one-word names that are not given names against the given names (``given``) that
-        are not listed, every fourth in sorted order."""
+        are not listed."""
         words, phrases = _listed()
         technology = cls(words, phrases)
         vectors = getattr(getattr(nlp, "vocab", None), "vectors", None)
@@ -69,7 +72,7 @@ class Technology:
         strings = nlp.vocab.strings
         named = frozenset(given)
         positive = _rows(vectors, strings, sorted(words - named))
-        negative = _rows(vectors, strings, sorted(named - words)[::4])
+        negative = _rows(vectors, strings, sorted(named - words))
         if len(positive) < 10 or len(negative) < 10:
             return technology
         features = np.vstack([positive, negative])
@@ -92,12 +95,13 @@ class Technology:
         row = np.asarray(self.vectors[key], dtype=np.float64)
         return float(1.0 / (1.0 + np.exp(-(row @ self.weights[:-1] + self.weights[-1]))))
 
-    def names(self, word: str) -> bool:
-        """Whether ``word`` names a technology, by the lists or by its vector."""
+    def names(self, word: str, confidence: float = VECTOR_CONFIDENCE) -> bool:
+        """Whether ``word`` names a technology: the lists hold it, or the vector model is
+        ``confidence`` sure of it."""
         if word in self.words:
             return True
-        confidence = self.vector_confidence(word)
-        return confidence is not None and confidence >= VECTOR_CONFIDENCE
+        judged = self.vector_confidence(word)
+        return judged is not None and judged >= confidence
 
     def in_phrase(self, text: str, start: int, end: int) -> bool:
         """Whether ``text[start:end]`` lies inside a longer technology's name written in
