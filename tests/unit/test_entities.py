@@ -50,6 +50,13 @@ def test_a_greeting_title_or_introduction_names_a_person(text: str, names: list[
         ("The Grace period ends on Monday.", []),
         ("Mark as read and archive.", []),
         ("The Paris office is closed.", []),
+        # a weekday alone is a day, before a surname a name
+        ("On the last Sunday before Labor Day we flew home.", []),
+        ("Sunday Okafor paid the invoice.", ["Sunday Okafor"]),
+        # a given name in a title is the title's word; outside one, a name
+        ('An earlier song, "Carry Me Back To Brazil," was sung by her.', []),
+        ("Five Songs You Secretly Love", []),
+        ("Please ask Carry to call me back.", ["Carry"]),
     ],
 )
 def test_the_gazetteer_reads_names_and_leaves_words_that_are_also_names(

@@ -18,6 +18,7 @@ quarter of ordinary prompts.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import importlib.util
 import itertools
@@ -185,6 +186,8 @@ class Gazetteer:
             for attribute in ("MONTH_NAMES", "DAY_NAMES"):
                 names = attributes.get(attribute)
                 words.update(_strings(list(names.values()) if isinstance(names, dict) else names))
+        # English's own, which Faker's locales do not list ("Sunday" is a given name too)
+        words.update(name for name in (*calendar.day_name, *calendar.month_name) if name)
         stop = {word.title() for word in STOP_WORDS}
         return cls(
             frozenset(given - stop),
@@ -260,6 +263,7 @@ class Gazetteer:
                 and word not in _CUE_WORDS
                 and (not _opens_a_sentence(text, start) or _FOLLOWS_A_NAME.match(text, end))
                 and word.lower() not in self.function_words.get(foreign(start) or "", ())
+                and not _in_a_title(text, words, index)
             ):
                 spans.append((start, end))
             index = last + 1
@@ -417,6 +421,34 @@ def _function_words() -> dict[str, frozenset[str]]:
             continue
         lists[code] = frozenset(word.lower() for word in module.STOP_WORDS)
     return lists
+
+
+# what may stand between two words of a title: spaces, brackets and quotation marks
+_TITLE_GAP = re.compile(r"[ \t\"“”‘’'()]+")
+
+
+def _in_a_title(text: str, words: list[tuple[int, int, str]], index: int) -> bool:
+    """Whether ``words[index]`` stands in a title: a run of capitalised words, one of them
+    past the first an English function word ("Carry Me Back To Brazil", "You're Supposed
+    To Hate (But Secretly Love)"). A given name alone there is a title's word."""
+
+    def joined(left: int) -> bool:  # words[left] and words[left + 1] are one run
+        return (
+            words[left][2][0].isupper()
+            and words[left + 1][2][0].isupper()
+            and bool(_TITLE_GAP.fullmatch(text[words[left][1] : words[left + 1][0]]))
+        )
+
+    first = index
+    while first > 0 and joined(first - 1):
+        first -= 1
+    last = index
+    while last + 1 < len(words) and joined(last):
+        last += 1
+    english = _english_function_words()[1]
+    return last - first >= 2 and any(
+        words[at][2].lower() in english for at in range(first + 1, last + 1) if at != index
+    )
 
 
 def _opens_a_sentence(text: str, start: int) -> bool:
