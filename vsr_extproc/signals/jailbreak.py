@@ -209,6 +209,16 @@ _CUES: tuple[tuple[str, str, int], ...] = (
         re.IGNORECASE,
     ),
     (
+        "role",  # a tag or bracket that frames what follows as an order from whoever runs
+        # the model: "<instruction>…</instruction>", "[ADMIN REQUEST:: …]", "[SYSTEM
+        # INSTRUCTION: …]", "<IMPORTANT_INSTRUCTIONS>" (not "[admin]" or "<instructions
+        # for use>" on their own)
+        r"</?(?:important[_ ])?(?:instructions?|directives?)>|[\[{<]\s*(?:admin|administrator|"
+        r"system|developer|operator|root|security)[_ ](?:request|instruction|directive|command|"
+        r"override|order)s?\s*(?:::?|\]|>|})",
+        re.IGNORECASE,
+    ),
+    (
         "forged",  # the assistant's answer left as a placeholder ("Assistant: [salient
         # summary]", "AI: (summary of the warranty)", "Model: <your summary here>") and then
         # the user's turn: an exchange written for the reader to carry on as if its task
