@@ -275,7 +275,7 @@ def test_another_technology_in_the_sentence_is_read_past_its_opening_word() -> N
     # the named span itself, the opening word and a listed person's name do not count
     assert not technology.mentioned("Julia said she would send it.", (0, 5))
     assert not technology.mentioned("Python night: Julia is coming.", (14, 19))
-    assert not technology.mentioned("Ask Julia and Ruby.", (4, 9), frozenset({"Ruby"}))
+    assert not technology.mentioned("Ask Julia and Ruby.", (4, 9), frozenset(), frozenset({"Ruby"}))
 
 
 def test_the_vector_model_is_a_logistic_regression_that_separates_what_it_can() -> None:

@@ -18,6 +18,7 @@ quarter of ordinary prompts.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import dataclasses
 import importlib.util
@@ -26,7 +27,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -400,12 +401,18 @@ def sentence_at(text: str, index: int) -> str:
 
 def sentence_span(text: str, index: int) -> tuple[int, int]:
     """Where the sentence of ``text`` that holds ``index`` starts and ends."""
-    start = 0
-    for sentence in _sentences(text):
-        if start + len(sentence) > index:
-            return start, start + len(sentence)
-        start += len(sentence)
-    return len(text), len(text)
+    ends = _sentence_ends(text)
+    at = bisect.bisect_right(ends, index)
+    if at == len(ends):
+        return len(text), len(text)
+    return (ends[at - 1] if at else 0), ends[at]
+
+
+@lru_cache(maxsize=16)
+def _sentence_ends(text: str) -> tuple[int, ...]:
+    """Where each sentence of ``text`` ends, as ``_sentences`` cuts it (the last at the
+    text's end): read once for the findings of one text, not once for each."""
+    return (*(match.end() for match in _SENTENCE_END.finditer(text)), len(text))
 
 
 def _function_words() -> dict[str, frozenset[str]]:
@@ -598,9 +605,9 @@ class EntityModel:
             return technology.names(word)
         if not technology.names(word, GIVEN_NAME_CONFIDENCE):
             return False
-        people = given | self.gazetteer.surnames if self.gazetteer is not None else given
+        surnames = self.gazetteer.surnames if self.gazetteer is not None else frozenset()
         at, until = sentence_span(text, start)
-        return technology.mentioned(text[at:until], (start - at, end - at), people)
+        return technology.mentioned(text[at:until], (start - at, end - at), given, surnames)
 
     def _english_runs(self, piece: str) -> list[tuple[int, int]]:
         """The ``name_runs`` of ``piece`` that are written in the model's own language (all

@@ -112,12 +112,10 @@ class Technology:
                     return True
         return False
 
-    def mentioned(
-        self, sentence: str, besides: tuple[int, int], people: frozenset[str] = frozenset()
-    ) -> bool:
+    def mentioned(self, sentence: str, besides: tuple[int, int], *people: frozenset[str]) -> bool:
         """Whether ``sentence`` names a technology outside ``besides`` (a span of it): a
         capitalised word, not the sentence's first, that the lists or the vectors take for
-        one and the name lists (``people``) do not hold ("Spotify" in "Can Alexa play
+        one and none of the name lists (``people``) holds ("Spotify" in "Can Alexa play
         Spotify playlists?", "Command" in "… or Command on a Mac"), or a longer name
         ("GitHub Actions")."""
         first = True
@@ -126,7 +124,8 @@ class Technology:
             opening, first = first, False
             if besides[0] <= match.start() < besides[1] or opening:
                 continue
-            if word[0].isupper() and word not in people and self.names(word):
+            known = any(word in names for names in people)
+            if word[0].isupper() and not known and self.names(word):
                 return True
             if self.in_phrase(sentence, match.start(), match.end()):
                 return True
