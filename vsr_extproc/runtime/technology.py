@@ -11,7 +11,7 @@ public sources say what is a technology instead:
   products, services and companies — Jenkins, Jupyter, Xcode, Spotify, Ruby on Rails);
 
 and, for the products neither lists (Simple Icons removes brands at their owners' request:
-Java, Windows, Excel, Alexa, Siri), the entity model's own word vectors: a linear model,
+Windows, Excel, Alexa, Siri, Cortana), the entity model's own word vectors: a linear model,
 fitted when the pipeline loads, that tells the vector of a listed technology's name from
 the vector of a given name. A word in a vector-less pipeline (spaCy's small models) is
 judged by the lists alone.
@@ -29,11 +29,10 @@ import structlog
 
 log = structlog.get_logger(__name__)
 
-#: how sure the vector model must be that a word names a technology. Chosen on Faker's
-#: 778 English (US and UK) given names (some among the quarter of all given names it is
-#: fitted on): 3 score 0.9 or more (Patty, Rose, Lynda), 7 score 0.85 (and Alexa, Melody,
-#: Sherry, Bill). A given name names a technology only beside another one, so such names
-#: alone are kept
+#: how sure the vector model must be that a word no name list holds names a technology.
+#: Chosen on Faker's 778 English (US and UK) given names, which are among those it is
+#: fitted on: 3 score 0.9 or more (Patty, Rose, Lynda), 7 score 0.85 (and Alexa, Melody,
+#: Sherry, Bill); a word this sure is far more often a product than a name
 VECTOR_CONFIDENCE = 0.9
 #: how sure it must be of a word that is also a given name (Alexa scores 0.89, Siri 0.97):
 #: leaning to a technology is enough, as another technology in its sentence must confirm it
