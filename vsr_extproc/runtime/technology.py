@@ -105,11 +105,11 @@ class Technology:
     def in_phrase(self, text: str, start: int, end: int) -> bool:
         """Whether ``text[start:end]`` lies inside a longer technology's name written in
         ``text`` ("Ruby" in "Is Ruby on Rails …", "Alexa" in "my Amazon Alexa")."""
-        for phrase in self.phrases.get(text[start:end], ()):
-            for match in re.finditer(re.escape(phrase), text):
-                if match.start() <= start and end <= match.end():
-                    return True
-        return False
+        return any(  # the phrase written where it starts at or before ``start`` and ends
+            # at or after ``end``
+            text.find(phrase, max(0, end - len(phrase)), start + len(phrase)) != -1
+            for phrase in self.phrases.get(text[start:end], ())
+        )
 
     def mentioned(self, sentence: str, besides: tuple[int, int], *people: frozenset[str]) -> bool:
         """Whether ``sentence`` names a technology outside ``besides`` (a span of it): a
