@@ -837,6 +837,52 @@ def test_an_ides_file_names_are_chrome_not_content() -> None:
     tree = "src\napp\ntests\nREADME.md\npyproject.toml\nnotes.md\nplan.md\n"
     assert code_score(tree).score < 0.5
 
+    # names with an underscore or a dot hold code cues of their own; a file tree full of
+    # them beside a page of prose is still chrome, and the page still prose
+    snake_tree = "\n".join(
+        ["model_card.md", "train_config.yaml", "data_loader.py", "eval_report.md"] * 2
+    )
+    page = "\n".join([*NOT_CODE["email"].splitlines(), snake_tree])
+    assert code_score(page).score < 0.5, code_score(page)
+
+
+# a Lua file's header as OCR reads it: the "--" before each line of the licence lost, the
+# "--[[" and "]]" around it too; the code below it is plain
+HEADER_MARKS_LOST_THEN_CODE = """This is an addon that adds statistical history to the auction data
+that is collected when the auction is scanned, so that you can easily determine what price
+you will be able to sell an item for at auction or at a vendor whenever you
+mouse-over an item in the game
+This program is free software; you can redistribute it and/or
+modify it under the terms of the GNU General Public License
+as published by the Free Software Foundation; either version 2
+of the License, or (at your option) any later version.
+This program is distributed in the hope that it will be useful,
+but WITHOUT ANY WARRANTY; without even the implied warranty of
+MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE. See the
+GNU General Public License for more details.
+You should have received a copy of the GNU General Public License
+along with this program; if not, write to the Free Software Foundation.
+if (not AucAdvanced) then AucAdvanced = {} end
+if (not AucAdvancedData) then AucAdvancedData = {} end
+if (not AucAdvancedLocal) then AucAdvancedLocal = {} end
+if (not AucAdvancedConfig) then AucAdvancedConfig = {} end
+AucAdvanced.Version="<%version%>";
+if (AucAdvanced.Version == "<".."%version%>") then
+    AucAdvanced.Version = "5.0.DEV";
+end
+local frame = CreateFrame("Frame", nil, UIParent)
+"""
+
+
+def test_five_lines_of_clear_code_are_code_whatever_prose_surrounds_them() -> None:
+    assert code_score(HEADER_MARKS_LOST_THEN_CODE).score >= 0.5, code_score(
+        HEADER_MARKS_LOST_THEN_CODE
+    )
+    # two such lines below the same page of prose do not make it code
+    header = HEADER_MARKS_LOST_THEN_CODE.split("\nif ")[0]
+    page = "\n".join([header, "x = compute(a, b);", "print(x.total);"])
+    assert code_score(page).score < 0.5, code_score(page)
+
 
 OCR_GLUED_SLASHES = """// Each worker keeps its own queue of jobs, and steals from the queue of
 I/ another worker only when its own is empty. The queues are bounded so

@@ -214,6 +214,11 @@ _COMMENT = re.compile(
     # ``--`` as a dash (muting a line of prose that looks so costs nothing)
     r"|(?:/[lI1|]|[lI1|]/)[/lI1|]?\s|[lI1|]/(?=[A-Za-z\"']{2})|[lI|]{3}\s|8%\s|[—–]\s)"
 )
+# A line with two code cues or more is this far towards certain, whatever the lines around
+# it say: five of them are code even below a licence header, inside a doc comment whose
+# marks OCR lost, or in a README's example. (No look-alike image of the corpus's ``dev``
+# split shows more than two; see ``code_score``.)
+_CLEAR_LINE = 0.1
 _MUTE = 0.5  # what the line model says of a line too short to tell
 # a line that is a file's name alone: an IDE's file tree or an editor's tab, which OCR
 # reads as lines of their own; chrome, not code or prose
@@ -538,6 +543,9 @@ def _weigh(
         if opened is not None or _COMMENT.match(line) or (starred and _STARRED.match(line)):
             mute_lines += 1  # a comment is prose in code: it says nothing either way
             continue
+        if _FILE_NAME.match(line):
+            mute_lines += 1  # an IDE's tab or file tree: chrome, whatever cues its name holds
+            continue
         uncommented.append(line)
         cues, likely = _cues_and_likelihood(line, prompted)
         if _is_prose_line(line, cues):
@@ -545,7 +553,7 @@ def _weigh(
         elif cues:
             code_lines += 1
             strong_lines += cues >= 2
-        elif likely == _MUTE or _FILE_NAME.match(line):
+        elif likely == _MUTE:
             mute_lines += 1
     code = "\n".join(uncommented) if uncommented else "\n".join(lines)
     visible = sum(not char.isspace() for char in code) or 1
@@ -557,7 +565,7 @@ def _weigh(
         + 0.15 * strong_lines / counted
         - 0.4 * prose_lines / counted
     )
-    return score, closer is not None, inside
+    return max(score, _CLEAR_LINE * strong_lines), closer is not None, inside
 
 
 def code_score(text: str) -> CodeScore:
@@ -567,7 +575,9 @@ def code_score(text: str) -> CodeScore:
     6% of visible characters), 0.15 share of lines with several cues; minus 0.4 times the
     share of sentence-like lines. The shares are of the lines that say something either
     way: comment lines (a block comment's or a block string's on every line up to its end),
-    and lines too short for the line model without a cue, are left out. A block that
+    a file's name alone, and lines too short for the line model without a cue, are left
+    out. However much prose surrounds them, lines with several cues score at least a tenth
+    each: five of them make a screen code. A block that
     opens on the screen and never closes is also weighed as closed at once, and a screen
     with a block also as if each block whose closer ends no later line ended before its
     first line of clear code; the highest of the scores is kept.
