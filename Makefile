@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 DEMO_CONFIG := deploy/demo/router.yaml
 PROTO_OUT := vsr_extproc/_proto
 PYTEST_ARGS ?=
+# test workers (pytest-xdist), each test file on one worker so that it starts its stack once;
+# JOBS=0 runs the suite in this process
+JOBS ?= 2
 
 .DEFAULT_GOAL := help
 
@@ -60,8 +63,8 @@ lint: $(STAMP) ## ruff, mypy --strict and the import-layer contracts
 	$(BIN)/lint-imports
 
 .PHONY: test
-test: lint postgresql ## the whole suite: lint, unit, service, model and end-to-end tests
-	$(BIN)/pytest $(PYTEST_ARGS)
+test: lint postgresql ## the whole suite: lint, unit, service, model and end-to-end tests (JOBS=2 workers)
+	$(BIN)/pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
 .PHONY: test-fast
 test-fast: $(STAMP) postgresql ## unit and service tests only

@@ -417,15 +417,22 @@ def _sentence_ends(text: str) -> tuple[int, ...]:
 
 def _function_words() -> dict[str, frozenset[str]]:
     """spaCy's stop-word lists of the languages whose own words Faker lists as given names
-    in other countries (``Le``, ``Les``, ``Esa``, ``Ella``, ``Sie``, ``Van``)."""
-    import importlib
+    in other countries (``Le``, ``Les``, ``Esa``, ``Ella``, ``Sie``, ``Van``).
 
+    Each list is read from its own module file, outside its language's package: importing
+    ``spacy.lang.fr`` compiles French's tokenizer exceptions first, 3 s of every start."""
+    spacy = importlib.util.find_spec("spacy")
+    if spacy is None or not spacy.submodule_search_locations:
+        return {}
+    lang = Path(next(iter(spacy.submodule_search_locations))) / "lang"
     lists = {}
     for code in ("de", "fr", "es", "it", "pt", "nl", "pl", "tr", "sv", "da", "nb", "fi"):
-        try:
-            module = importlib.import_module(f"spacy.lang.{code}.stop_words")
-        except ImportError:
+        path = lang / code / "stop_words.py"
+        spec = importlib.util.spec_from_file_location(f"_vsr_stop_words_{code}", path)
+        if spec is None or spec.loader is None or not path.is_file():
             continue
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         lists[code] = frozenset(word.lower() for word in module.STOP_WORDS)
     return lists
 
