@@ -36,13 +36,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except ConfigError as exc:
-        where = f"{exc.source}: " if exc.source else ""
-        print(f"{where}invalid config:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
+        _print_config_error(exc)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _print_config_error(exc: ConfigError, path: Path | None = None) -> None:
+    source = exc.source or path
+    where = f"{source}: " if source else ""
+    print(f"{where}invalid config:", file=sys.stderr)
+    for problem in exc.problems:
+        print(f"  {problem}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,8 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     _logging_options(serve)
     serve.set_defaults(run=_serve)
 
-    validate = commands.add_parser("validate", help="check a config file and say what it holds")
-    validate.add_argument("config", type=Path)
+    validate = commands.add_parser(
+        "validate",
+        help="check config files and say what each holds (the models load once for all)",
+    )
+    validate.add_argument("config", type=Path, nargs="+")
     validate.set_defaults(run=_validate)
 
     explain = commands.add_parser(
@@ -231,16 +239,28 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Each config compiled in turn on one set of resources, as a reload compiles the next
+    config: a model two configs share loads once. A config that fails is reported and the
+    others are still checked."""
     from vsr_extproc.config.compile import load_policy
+    from vsr_extproc.signals.base import Resources
 
-    config, policy = load_policy(args.config)
-    defined = sum(len(entries) for _, entries in config.signals)
-    print(
-        f"{args.config}: ok — {len(policy.models)} models, {defined} signals "
-        f"({len(policy.signals)} referenced), {len(policy.decisions)} decisions, "
-        f"default {policy.default.name!r}"
-    )
-    return 0
+    resources = Resources()
+    failed = 0
+    for path in args.config:
+        try:
+            config, policy = load_policy(path, resources)
+        except ConfigError as exc:
+            _print_config_error(exc, path)
+            failed += 1
+            continue
+        defined = sum(len(entries) for _, entries in config.signals)
+        print(
+            f"{path}: ok — {len(policy.models)} models, {defined} signals "
+            f"({len(policy.signals)} referenced), {len(policy.decisions)} decisions, "
+            f"default {policy.default.name!r}"
+        )
+    return 2 if failed else 0
 
 
 def _requests(files: Sequence[str]) -> Iterator[tuple[str, bytes]]:

@@ -26,6 +26,24 @@ def test_validate_summarises_a_good_config(capsys: pytest.CaptureFixture[str]) -
     assert "ok — 4 models, 7 signals (7 referenced), 5 decisions, default 'general_chat'" in out
 
 
+def test_validate_checks_every_config_given_and_fails_if_one_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = yaml.safe_load(DEMO.read_text())
+    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    other = tmp_path / "other.yaml"
+    other.write_text(DEMO.read_text())
+    assert main(["validate", str(DEMO), str(bad), str(other)]) == 2
+    said = capsys.readouterr()
+    assert f"{DEMO}: ok — " in said.out
+    assert f"{other}: ok — " in said.out  # checked after the one that failed
+    assert f"{bad}: invalid config" in said.err
+    assert "decisions[3].rules.all[1]: unknown signal 'vision.xray'" in said.err
+    assert main(["validate", str(DEMO), str(other)]) == 0
+
+
 def test_validate_names_the_path_of_every_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
