@@ -26,13 +26,21 @@ def test_validate_summarises_a_good_config(capsys: pytest.CaptureFixture[str]) -
     assert "ok — 4 models, 7 signals (7 referenced), 5 decisions, default 'general_chat'" in out
 
 
+def _unknown_signal(tmp_path: Path, **action: str) -> Path:
+    """The demo config with a rule on a signal it does not define (and ``action`` added to
+    the first decision's action), written to ``tmp_path``."""
+    document = yaml.safe_load(DEMO.read_text())
+    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
+    document["decisions"][0]["action"].update(action)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(document))
+    return bad
+
+
 def test_validate_checks_every_config_given_and_fails_if_one_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    document = yaml.safe_load(DEMO.read_text())
-    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(document))
+    bad = _unknown_signal(tmp_path)
     other = tmp_path / "other.yaml"
     other.write_text(DEMO.read_text())
     assert main(["validate", str(DEMO), str(bad), str(other)]) == 2
@@ -47,11 +55,7 @@ def test_validate_checks_every_config_given_and_fails_if_one_fails(
 def test_validate_names_the_path_of_every_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    document = yaml.safe_load(DEMO.read_text())
-    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
-    document["decisions"][0]["action"]["colour"] = "red"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(document))
+    bad = _unknown_signal(tmp_path, colour="red")
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "decisions[0].action.colour: Extra inputs are not permitted" in err
@@ -61,10 +65,7 @@ def test_validate_names_the_path_of_every_problem(
 def test_unknown_signal_is_reported_with_its_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    document = yaml.safe_load(DEMO.read_text())
-    document["decisions"][3]["rules"] = {"all": ["modality.has_image", "vision.xray"]}
-    bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump(document))
+    bad = _unknown_signal(tmp_path)
     assert main(["validate", str(bad)]) == 2
     assert "decisions[3].rules.all[1]: unknown signal 'vision.xray'" in capsys.readouterr().err
 

@@ -577,10 +577,10 @@ def code_score(text: str) -> CodeScore:
     way: comment lines (a block comment's or a block string's on every line up to its end),
     a file's name alone, and lines too short for the line model without a cue, are left
     out. However much prose surrounds them, lines with several cues score at least a tenth
-    each: five of them make a screen code. A block that
-    opens on the screen and never closes is also weighed as closed at once, and a screen
-    with a block also as if each block whose closer ends no later line ended before its
-    first line of clear code; the highest of the scores is kept.
+    each: five of them make a screen code. A block that opens on the screen and never
+    closes is also weighed as closed at once, and a screen with a block also as if each
+    block whose closer ends no later line ended before its first line of clear code; the
+    highest of the scores is kept.
     """
     screen = screen_lines(text)
     if not screen:

@@ -420,7 +420,7 @@ def _function_words() -> dict[str, frozenset[str]]:
     in other countries (``Le``, ``Les``, ``Esa``, ``Ella``, ``Sie``, ``Van``).
 
     Each list is read from its own module file, outside its language's package: importing
-    ``spacy.lang.fr`` compiles French's tokenizer exceptions first, 3 s of every start."""
+    ``spacy.lang.fr`` compiles French's tokenizer exceptions first, seconds of every start."""
     spacy = importlib.util.find_spec("spacy")
     if spacy is None or not spacy.submodule_search_locations:
         return {}
