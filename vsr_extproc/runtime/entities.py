@@ -428,8 +428,10 @@ def _function_words() -> dict[str, frozenset[str]]:
     lists = {}
     for code in ("de", "fr", "es", "it", "pt", "nl", "pl", "tr", "sv", "da", "nb", "fi"):
         path = lang / code / "stop_words.py"
+        if not path.is_file():
+            continue
         spec = importlib.util.spec_from_file_location(f"_vsr_stop_words_{code}", path)
-        if spec is None or spec.loader is None or not path.is_file():
+        if spec is None or spec.loader is None:
             continue
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

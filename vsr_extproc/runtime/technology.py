@@ -105,8 +105,9 @@ class Technology:
     def in_phrase(self, text: str, start: int, end: int) -> bool:
         """Whether ``text[start:end]`` lies inside a longer technology's name written in
         ``text`` ("Ruby" in "Is Ruby on Rails …", "Alexa" in "my Amazon Alexa")."""
-        return any(  # the phrase written where it starts at or before ``start`` and ends
-            # at or after ``end``
+        # each phrase looked for only where it would start at or before ``start`` and end
+        # at or after ``end``
+        return any(
             text.find(phrase, max(0, end - len(phrase)), start + len(phrase)) != -1
             for phrase in self.phrases.get(text[start:end], ())
         )
