@@ -8,9 +8,12 @@ from collections.abc import Iterator
 import pytest
 from postgres import PostgresMissing, PostgresServer, start_server
 
-# the same as the command line sets: OpenMP threads wait passively, so a busy 2-core
-# machine does not spend its time spinning (set before torch is imported anywhere)
+# the same as the command line sets (set before numpy and torch are imported anywhere):
+# OpenMP threads wait passively, so a busy 2-core machine does not spend its time spinning;
+# numpy's and scipy's BLAS run in the calling thread (threaded, a fit at compile time, in
+# its L-BFGS-B steps, took 1.5-2.5x as long beside the other test worker)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 

@@ -753,6 +753,16 @@ def test_dockerfile_runtime_contract() -> None:
     env = " ".join(_final("ENV"))
     assert "HF_HOME=/var/cache/vsr/hf" in env
     assert any(args.startswith("vsr-extproc validate") for args in _final("RUN")), "pre-warm"
+    # what the pre-warm kept is in the image, and no volume compose or an overlay mounts
+    # hides it from the processor
+    (cache,) = re.findall(r"VSR_CACHE_DIR=(\S+)", env)
+    mounts = {"compose": [target for _, target in _binds(_services()["processor"])]}
+    for overlay in OVERLAYS:
+        container = _container(_one(overlay, "Deployment", PROCESSOR), "processor")
+        mounts[overlay] = [mount["mountPath"] for mount in container["volumeMounts"]]
+    for where, paths in mounts.items():
+        assert paths, where
+        assert not any(f"{cache}/".startswith(f"{path}/") for path in paths), where
 
 
 def _healthcheck_code() -> str:

@@ -121,7 +121,7 @@ def load_models(
         encoder,
         embedder.window,
         DomainBank.build(encoder, entries),
-        JailbreakModel.fit(encoder, attacks, benign, read_in_data()),
+        JailbreakModel.kept(encoder, attacks, benign, read_in_data()),
         jailbreak.threshold,
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
         jailbreak.user_messages == "data",
@@ -432,7 +432,7 @@ def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, flo
 
         config, _ = read_config(config_path)
         entry = next(iter(family_entries(config, "safety")), None) or entry
-    model = SafetyModel.fit(models.encoder, default_bank())
+    model = SafetyModel.kept(models.encoder, default_bank())
     other = crosslingual_safety(Resources(), model) if entry.other_languages else None
     return model, entry.threshold, other
 

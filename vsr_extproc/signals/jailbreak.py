@@ -73,6 +73,7 @@ from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.request import Role
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
+from vsr_extproc.runtime.fitted import kept_model
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.crosslingual import CrossLingualModel, multilingual_reading, ui_messages
 from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read, pasted_spans
@@ -844,6 +845,24 @@ class JailbreakModel:
         model.classifier.fit(model.design(wording, similarity), labels)
         return model
 
+    @classmethod
+    def kept(
+        cls,
+        encoder: TextEncoder,
+        attacks: tuple[str, ...],
+        benign: tuple[str, ...],
+        data: frozenset[str] = frozenset(),
+    ) -> JailbreakModel:
+        """``fit``, read back from disk where a process fitted the same texts with the
+        same encoder and code before (``runtime.fitted``)."""
+        return kept_model(
+            cls,
+            "jailbreak",
+            encoder.fingerprint,
+            (attacks, benign, data),
+            lambda: cls.fit(encoder, attacks, benign, data),
+        )
+
     def similarity(
         self, vectors: FloatArray, exclude: npt.NDArray[np.int64] | None = None
     ) -> npt.NDArray[np.float64]:
@@ -1434,7 +1453,7 @@ def build(entry: JailbreakEntry, resources: Resources) -> JailbreakSignal:
     attacks, benign = entry.attacks or attacks, entry.benign or benign
     key = ("jailbreak-model", id(embedder), attacks, benign)
     model: JailbreakModel = resources.get(
-        key, lambda: JailbreakModel.fit(embedder.encoder, attacks, benign, read_in_data())
+        key, lambda: JailbreakModel.kept(embedder.encoder, attacks, benign, read_in_data())
     )
     orders = None
     if entry.orders_in_data:

@@ -52,6 +52,7 @@ from pydantic import Field, model_validator
 
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.runtime.fitted import kept_model
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.crosslingual import (
     foreign_readings,
@@ -279,6 +280,18 @@ class SafetyModel:
         named = owners < len(categories)
         model.kind.fit(design[named], owners[named])
         return model
+
+    @classmethod
+    def kept(cls, encoder: TextEncoder, bank: Bank) -> SafetyModel:
+        """``fit``, read back from disk where a process fitted the same bank with the same
+        encoder and code before (``runtime.fitted``)."""
+        return kept_model(
+            cls,
+            "safety",
+            encoder.fingerprint,
+            (bank.exemplars, bank.benign, bank.uncategorised),
+            lambda: cls.fit(encoder, bank),
+        )
 
     def similarity(
         self, vectors: FloatArray, exclude: npt.NDArray[np.int64] | None = None
@@ -544,7 +557,7 @@ def build(entry: SafetyEntry, resources: Resources) -> SafetySignal:
     embedder = shared_embedder(resources)
     key = ("safety-model", id(embedder))
     model: SafetyModel = resources.get(
-        key, lambda: SafetyModel.fit(embedder.encoder, default_bank())
+        key, lambda: SafetyModel.kept(embedder.encoder, default_bank())
     )
     crosslingual = crosslingual_safety(resources, model) if entry.other_languages else None
     return SafetySignal(entry, embedder, model, reading_budget(resources), crosslingual)
