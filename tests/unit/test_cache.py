@@ -1,8 +1,11 @@
-"""The content-keyed LRU behind the embedding, OCR, vision and wording caches."""
+"""The content-keyed LRU behind the embedding, OCR, vision and wording caches, and the
+files kept on disk between starts."""
 
 from __future__ import annotations
 
-from vsr_extproc.runtime.cache import LruCache, text_key
+from pathlib import Path
+
+from vsr_extproc.runtime.cache import LruCache, keep, text_key
 
 
 def test_the_least_recently_used_entry_is_forgotten() -> None:
@@ -41,3 +44,19 @@ def test_text_keys_are_short_digests_that_tell_texts_apart() -> None:
     assert len(text_key("hello")) == 16
     assert text_key("hello") == text_key("hello") != text_key("hello ")
     assert len(text_key("\ud800 lone surrogate")) == 16  # no UnicodeEncodeError
+
+
+def test_a_cache_file_is_whole_or_absent_and_a_failed_write_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "kept" / "entry.bin"
+    keep(target, lambda partial: partial.write_bytes(b"whole"))
+    assert target.read_bytes() == b"whole"
+
+    def cut_short(partial: Path) -> None:
+        partial.write_bytes(b"ha")
+        raise TypeError("this value cannot be serialised")
+
+    keep(target, cut_short)  # no exception: the caller goes on without the file
+    assert target.read_bytes() == b"whole"  # the earlier file stays, not the half one
+    assert sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]  # no leftovers

@@ -19,6 +19,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import structlog
+
+log = structlog.get_logger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -67,12 +70,30 @@ def kept_bank(
         if cached.shape == (len(texts), width):
             return cached
     rows = embed()
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp.npy")
-        np.save(partial, rows, allow_pickle=False)
-        partial.replace(path)
+
+    def write(partial: Path) -> None:
+        with partial.open("wb") as file:  # a name, np.save would give ".npy" to
+            np.save(file, rows, allow_pickle=False)
+
+    keep(path, write)
     return rows
+
+
+def keep(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a file of the cache to a path of its own, then move it to ``path`` in one
+    step: a reader finds the whole file or none, whichever processes and threads write it
+    at once. A file that cannot be written (a read-only folder, a full disk, a value that
+    cannot be serialised) is not kept, and the caller goes on without it."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(partial)
+        partial.replace(path)
+    except Exception as exc:  # the cache only saves time; nothing fails for want of it
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            log.warning("cache_file_not_written", path=str(path), error=repr(exc))
 
 
 class LruCache(Generic[K, V]):

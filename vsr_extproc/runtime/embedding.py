@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -46,7 +45,14 @@ import torch
 
 from vsr_extproc.errors import ModelUnavailable
 from vsr_extproc.runtime.batcher import MicroBatcher
-from vsr_extproc.runtime.cache import LruCache, cache_folder, kept_bank, source_digest, text_key
+from vsr_extproc.runtime.cache import (
+    LruCache,
+    cache_folder,
+    keep,
+    kept_bank,
+    source_digest,
+    text_key,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -285,11 +291,7 @@ class OnnxBackend(Backend):
             )
             # a model of one file is kept (one over 2 GB has its weights beside it)
             if len(list(Path(workdir).iterdir())) == (2 if precision == "int8" else 1):
-                with contextlib.suppress(OSError):
-                    kept.parent.mkdir(parents=True, exist_ok=True)
-                    partial = kept.with_suffix(f".{os.getpid()}.tmp")
-                    shutil.copyfile(path, partial)
-                    partial.replace(kept)
+                keep(kept, lambda partial: shutil.copyfile(path, partial))
 
     def __call__(self, input_ids: IdArray, mask: IdArray) -> FloatArray:
         (hidden,) = self.session.run(None, {"input_ids": input_ids, "attention_mask": mask})

@@ -17,12 +17,10 @@ cannot be read or written is a miss: the model is fitted as it would be without 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
 import io
-import os
 import zipfile
 from collections.abc import Callable, Mapping, Set
 from typing import Any, TypeVar
@@ -30,7 +28,7 @@ from typing import Any, TypeVar
 import orjson
 import structlog
 
-from vsr_extproc.runtime.cache import cache_folder, source_digest
+from vsr_extproc.runtime.cache import cache_folder, keep, source_digest
 
 log = structlog.get_logger(__name__)
 
@@ -94,11 +92,7 @@ def kept_model(cls: type[M], kind: str, encoder: str, inputs: Any, fit: Callable
     if not dataclasses.is_dataclass(model):
         raise TypeError(f"{kind}: a kept model must be a dataclass")
     state = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.compare}
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(_written(state))
-        partial.replace(path)
+    keep(path, lambda partial: partial.write_bytes(_written(state)))
     return model
 
 
