@@ -10,8 +10,8 @@ from postgres import PostgresMissing, PostgresServer, start_server
 
 # the same as the command line sets (set before numpy and torch are imported anywhere):
 # OpenMP threads wait passively, so a busy 2-core machine does not spend its time spinning;
-# numpy's and scipy's BLAS run in the calling thread (threaded, a fit at compile time, in
-# its L-BFGS-B steps, took 1.5-2.5x as long beside the other test worker)
+# numpy's and scipy's BLAS run in the calling thread (threaded, the safety model's fit took
+# 32 s instead of 12.5 s beside the other test worker, most of it in L-BFGS-B's steps)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
