@@ -128,6 +128,11 @@ def test_a_run_without_a_space_is_cut_where_it_must_be_and_blank_text_is_not_rea
         ("Mehmet Bey, havaleniz hesabınıza geçmiştir.", ["Mehmet"]),  # a title after the name
         ("Geachte heer Derikx, uw afspraak staat gepland.", ["Derikx"]),
         ("Frau Dr. Fuchs hat heute keine Sprechstunde.", ["Fuchs"]),
+        # a surname that starts with its particle, whichever words the lists hold
+        ("Geachte mevrouw van der Kruk, uw betaling is ontvangen.", ["van der Kruk"]),
+        ("Estimada Sra. de la Fuente: su pedido ha salido.", ["de la Fuente"]),
+        ("Sehr geehrter Herr von Weizsäcker, vielen Dank.", ["von Weizsäcker"]),
+        ("Hola de nuevo, ¿qué tal?", []),  # particles that no name follows
         # a group greeted, a cue after a cue, and an English word that is a foreign title
         ("Liebe Eltern, der Ausflug fällt aus.", []),
         ("Szanowni Rodzice, lekcja jest odwołana.", []),
@@ -165,6 +170,17 @@ def _reads(language: str | None) -> Callable[[str], tuple[str | None, float]]:
         ("Dawn French wrote the sketch.", None, ["Dawn French"]),
         # the particles inside a name
         ("De kamer staat op naam van Anna van der Kruk.", "nl", ["Anna van der Kruk"]),
+        # "van der" and "van den" mark a Dutch surname whether or not the lists know its
+        # given name; "van de" and German's "von der" are ordinary words too
+        ("De kamer staat op naam van Wijtze van der Meulen.", "nl", ["Wijtze van der Meulen"]),
+        (
+            "Vanaf maart komt Sieuwerd van den Heuvel ons team versterken.",
+            "nl",
+            ["Sieuwerd van den Heuvel"],
+        ),
+        ("Unie van de Comoren", "nl", []),
+        ("Fehler beim Lesen von der Standardeingabe.", "de", []),
+        ("We met Wijtze van der Meulen in Leiden.", None, []),  # English: the model decides
         # a boolean literal
         ("The value must be True or False.", None, []),
         # Polish surnames are listed under their own attributes, in both genders

@@ -269,6 +269,21 @@ class Gazetteer:
                 spans.append((start, end))
             index = last + 1
         taken = {at for span in spans for at in range(*span)}
+        for named, van, der, family in zip(words, words[1:], words[2:], words[3:], strict=False):
+            # in another language: "van der" and "van den" between two capitalised words
+            # (Dutch surnames' particles, which modern Dutch does not use otherwise:
+            # "Haroun van der Kruk" whatever the lists hold; not "van de", as in "Unie van
+            # de Comoren", nor German's "von der", as in "Lesen von der Standardeingabe")
+            if (
+                van[2] == "van"
+                and der[2] in ("der", "den")
+                and text[named[1] : family[0]] == f" van {der[2]} "
+                and named[0] not in taken
+                and self._name_word(named[2], foreign(named[0]))
+                and self._name_word(family[2], foreign(named[0]))
+            ):
+                spans.append((named[0], family[1]))
+                taken.update(range(named[0], family[1]))
         for (start, end, word), (after, until, surname) in itertools.pairwise(words):
             # in another language: a capitalised word before a known surname ("Itamar
             # Navarro"), unless it is a function or cue word ("El Navarro")
@@ -734,13 +749,19 @@ def _cued_names(text: str) -> list[tuple[int, int]]:
         if words:
             spans.append((text.index(words[0], match.start(1)), match.end(1)))
     for match in [*_OTHER_CUE.finditer(text), *_TITLE_AFTER.finditer(text)]:
-        # the capitalised words the cue is followed by, up to the first that is not
+        # the capitalised words the cue is followed by, up to the first that is not, and
+        # the particles between ("mevrouw van der Kruk", "Herr von Weizsäcker")
         kept = list(
             itertools.takewhile(
-                lambda word: word.group()[0].isupper() and word.group() not in _CUE_WORDS,
+                lambda word: (
+                    word.group() in _PARTICLES
+                    or (word.group()[0].isupper() and word.group() not in _CUE_WORDS)
+                ),
                 _WORD.finditer(match.group(1)),
             )
         )
+        while kept and kept[-1].group() in _PARTICLES:
+            kept.pop()  # "Sra. de la": no name follows the particles
         while kept and kept[0].group() in _NOT_NAMES:
             kept.pop(0)
         if kept:
