@@ -99,11 +99,12 @@ def test_names_in_other_languages_and_words_that_only_look_like_them(
 
 
 def test_names_in_other_languages_meet_their_measured_levels() -> None:
-    """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.809
+    """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.816
     of 288 names, precision 0.951, 6 of 80 messages without a name flagged, 16 of Django's
-    1,727 messages; 0.802 before the particles of Dutch surnames were read whatever the lists
-    hold; 0.774, 0.949, 6/80 and 16/1,727 before Polish surnames were read, 25 of
-    Django's before a technology's name stopped counting as a person's: "Mac");
+    1,727 messages; 0.809 before Polish "Pan" was read as a title, 0.802 before the
+    particles of Dutch surnames were read whatever the lists hold; 0.774, 0.949, 6/80 and
+    16/1,727 before Polish surnames were read, 25 of Django's before a technology's name
+    stopped counting as a person's: "Mac");
     with spaCy's small pipeline, before short texts were read whole: 0.767, 0.891, 7/80
     and 26/1,727; before the English model was kept to English text: 0.785, 0.571, 23/80
     and 190/1,727)."""
@@ -112,7 +113,7 @@ def test_names_in_other_languages_meet_their_measured_levels() -> None:
     report = evaluate_names(names_in_other_languages("test"), _MODEL)
     total = report["other_languages_total"]
     assert total["names"] == 288
-    assert total["recall"] >= 0.79
+    assert total["recall"] >= 0.80
     assert total["precision"] >= 0.92
     assert total["messages_flagged"] <= 8
     assert total["django_flagged"] / total["django_messages"] <= 0.02

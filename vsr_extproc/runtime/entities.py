@@ -89,6 +89,11 @@ _OTHER_CUE = re.compile(
     rf"(?=({_WORD_RUN}))"
 )
 _CUE_WORDS = frozenset(word.rstrip(".\\") for word in (*_TITLES, *_GREETINGS))
+#: titles of one language that are words or names in others (Polish "Pan", Mr, is English
+#: "pan" and "Peter Pan"): only in a sentence of their language do they name the person
+#: whose capitalised name follows ("Pan Jaworski prosi o kontakt")
+_OWN_TITLES = {"pl": frozenset({"Pan"})}
+_TITLE_WORDS = frozenset().union(*_OWN_TITLES.values())
 _TITLE_AFTER = re.compile(r"(?<![^\W\d_])([^\W\d_]+)(?= (?:Bey|Hanım|Hanim|Hoca)\b)")
 # the lower-case words inside a name ("Maika van de Noort", "Ludwig van Beethoven")
 _PARTICLES = frozenset(
@@ -284,6 +289,18 @@ class Gazetteer:
             ):
                 spans.append((named[0], family[1]))
                 taken.update(range(named[0], family[1]))
+        for (start, end, title), (after, until, name) in itertools.pairwise(words):
+            # a title of the sentence's own language that is a word elsewhere ("Pan")
+            code = foreign(start) if title in _TITLE_WORDS else None
+            if (
+                code is not None
+                and title in _OWN_TITLES.get(code, ())
+                and text[end:after] == " "
+                and after not in taken
+                and self._name_word(name, code)
+            ):
+                spans.append((after, until))
+                taken.update(range(after, until))
         for (start, end, word), (after, until, surname) in itertools.pairwise(words):
             # in another language: a capitalised word before a known surname ("Itamar
             # Navarro"), unless it is a function or cue word ("El Navarro")
