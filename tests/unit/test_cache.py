@@ -3,9 +3,10 @@ files kept on disk between starts."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from vsr_extproc.runtime.cache import LruCache, keep, text_key
+from vsr_extproc.runtime.cache import LruCache, keep, text_key, used
 
 
 def test_the_least_recently_used_entry_is_forgotten() -> None:
@@ -60,3 +61,12 @@ def test_a_cache_file_is_whole_or_absent_and_a_failed_write_loses_nothing(
     keep(target, cut_short)  # no exception: the caller goes on without the file
     assert target.read_bytes() == b"whole"  # the earlier file stays, not the half one
     assert sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]  # no leftovers
+
+
+def test_a_folder_keeps_its_most_recently_written_or_used_files(tmp_path: Path) -> None:
+    for age, name in enumerate(["e", "d", "c", "b", "a"]):  # "a" the oldest
+        keep(tmp_path / name, lambda partial: partial.write_text("kept"))
+        os.utime(tmp_path / name, (1_000_000 - age * 100, 1_000_000 - age * 100))
+    used(tmp_path / "a")  # read just now: the newest of all
+    keep(tmp_path / "f", lambda partial: partial.write_text("new"), most=3)
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["a", "e", "f"]

@@ -79,11 +79,15 @@ def kept_bank(
     return rows
 
 
-def keep(path: Path, write: Callable[[Path], object]) -> None:
+def keep(path: Path, write: Callable[[Path], object], *, most: int | None = None) -> None:
     """``write`` a file of the cache to a path of its own, then move it to ``path`` in one
     step: a reader finds the whole file or none, whichever processes and threads write it
     at once. A file that cannot be written (a read-only folder, a full disk, a value that
-    cannot be serialised) is not kept, and the caller goes on without it."""
+    cannot be serialised) is not kept, and the caller goes on without it.
+
+    With ``most``, the folder keeps that many files, those written or ``used`` last: an
+    entry keyed by the package's source is written anew after every change to the code,
+    and a developer's cache would otherwise grow by each one."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +98,19 @@ def keep(path: Path, write: Callable[[Path], object]) -> None:
             partial.unlink(missing_ok=True)
         if not isinstance(exc, OSError):
             log.warning("cache_file_not_written", path=str(path), error=repr(exc))
+        return
+    if most is not None:
+        with contextlib.suppress(OSError):
+            kept = [entry for entry in path.parent.iterdir() if not entry.name.startswith(".")]
+            kept.sort(key=lambda entry: entry.stat().st_mtime, reverse=True)
+            for old in kept[most:]:
+                old.unlink(missing_ok=True)  # a process reading it keeps its open file
+
+
+def used(path: Path) -> None:
+    """Mark a cache file as just used, so that ``keep`` removes others first."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
 
 
 class LruCache(Generic[K, V]):

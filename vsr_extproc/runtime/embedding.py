@@ -50,11 +50,16 @@ from vsr_extproc.runtime.cache import (
     cache_folder,
     keep,
     kept_bank,
-    source_digest,
     text_key,
+    used,
 )
 
 log = structlog.get_logger(__name__)
+
+#: a digest of this module: the ONNX export and quantisation kept on disk depend on it
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+#: ONNX exports kept (all-MiniLM-L6-v2 in int8: 58 MB): a few models and precisions
+KEPT_EXPORTS = 6
 
 Precision = Literal["fp32", "bf16", "int8"]
 Runtime = Literal["torch", "onnxruntime"]
@@ -279,6 +284,7 @@ class OnnxBackend(Backend):
                 self.session = onnxruntime.InferenceSession(
                     str(kept), options, providers=["CPUExecutionProvider"]
                 )
+                used(kept)
                 return
             except Exception as exc:  # a damaged or partial file: export afresh
                 log.warning("kept_onnx_model_unreadable", path=str(kept), error=repr(exc))
@@ -291,7 +297,7 @@ class OnnxBackend(Backend):
             )
             # a model of one file is kept (one over 2 GB has its weights beside it)
             if len(list(Path(workdir).iterdir())) == (2 if precision == "int8" else 1):
-                keep(kept, lambda partial: shutil.copyfile(path, partial))
+                keep(kept, lambda partial: shutil.copyfile(path, partial), most=KEPT_EXPORTS)
 
     def __call__(self, input_ids: IdArray, mask: IdArray) -> FloatArray:
         (hidden,) = self.session.run(None, {"input_ids": input_ids, "attention_mask": mask})
@@ -302,14 +308,15 @@ class OnnxBackend(Backend):
 def _onnx_key(model: Any, precision: Precision) -> str:
     """What an exported (and quantised) model is kept under (``$VSR_CACHE_DIR/onnx``): a
     digest of the model's configuration and weights, the precision, the versions of the
-    exporter, quantiser and runtime, and this package's source. Exporting and quantising
-    all-MiniLM-L6-v2 took 5.8 s of each start; hashing its weights takes 0.1 s."""
+    exporter, quantiser and runtime, and this module's source, which exports and quantises.
+    Exporting and quantising all-MiniLM-L6-v2 took 5.8 s of each start; hashing its
+    weights takes 0.1 s."""
     import onnx
     import onnxruntime
 
     digest = hashlib.sha256(
         f"{precision}|torch {torch.__version__}|onnx {onnx.__version__}|"
-        f"onnxruntime {onnxruntime.__version__}|{source_digest()}|"
+        f"onnxruntime {onnxruntime.__version__}|{_SOURCE}|"
         f"{model.config.to_json_string()}".encode()
     )
     for name, tensor in sorted(model.state_dict().items()):

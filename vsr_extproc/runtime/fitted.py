@@ -28,11 +28,15 @@ from typing import Any, TypeVar
 import orjson
 import structlog
 
-from vsr_extproc.runtime.cache import cache_folder, keep, source_digest
+from vsr_extproc.runtime.cache import cache_folder, keep, source_digest, used
 
 log = structlog.get_logger(__name__)
 
 M = TypeVar("M")
+
+#: fitted models kept of each kind (each about 10 MB): every change to the package's source
+#: fits them anew, and a few configs' banks may be in use at once
+KEPT = 8
 
 
 def _libraries() -> str:
@@ -85,14 +89,16 @@ def kept_model(cls: type[M], kind: str, encoder: str, inputs: Any, fit: Callable
     path = cache_folder() / "fitted" / kind / f"{fitted_key(kind, encoder, inputs)}.zip"
     if path.exists():
         try:
-            return cls(**_read(path.read_bytes()))
+            model = cls(**_read(path.read_bytes()))
+            used(path)
+            return model
         except Exception as exc:  # a damaged, partial or untrusted file: fit afresh
             log.warning("fitted_model_unreadable", kind=kind, path=str(path), error=repr(exc))
     model = fit()
     if not dataclasses.is_dataclass(model):
         raise TypeError(f"{kind}: a kept model must be a dataclass")
     state = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.compare}
-    keep(path, lambda partial: partial.write_bytes(_written(state)))
+    keep(path, lambda partial: partial.write_bytes(_written(state)), most=KEPT)
     return model
 
 
