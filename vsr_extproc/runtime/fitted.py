@@ -9,10 +9,12 @@ scikit-learn, and the source and banks of this package. A change to any of them 
 afresh; the same inputs read back the same coefficients, so a model read back scores
 every text as the one fitted.
 
-The files are skops archives (no pickle: reading one runs no code, and a type skops does
-not trust makes the file a miss), with each vectoriser's vocabulary beside it as a JSON
-list (skops reads a 39,000-term dictionary in 0.8 s, orjson in milliseconds). A file that
-cannot be read or written is a miss: the model is fitted as it would be without a cache.
+The files are skops archives (no pickle: reading one builds only the types skops trusts,
+numpy arrays, scikit-learn's estimators and Python's containers; any other type makes the
+file a miss), with each vectoriser's vocabulary beside it as a JSON list (skops read the
+safety model's 39,000-term dictionary in 0.8 s; orjson and a dict comprehension read it in
+13-16 ms). A file that cannot be read or written is a miss: the model is fitted as it
+would be without a cache.
 """
 
 from __future__ import annotations
