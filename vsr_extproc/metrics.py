@@ -60,6 +60,13 @@ class Metrics:
             ["family", "name", "kind"],
             registry=registry,
         )
+        self.judged = Counter(
+            "vsr_signal_judged",
+            "Results of signals that can be judged by more than one model (a guard model "
+            "beside the router, or the fitted one when the guard gave no verdict), by judge",
+            ["family", "name", "judged_by"],
+            registry=registry,
+        )
         self.images = Counter(
             "vsr_images_inspected",
             "Images of routed requests, by format",
@@ -172,6 +179,9 @@ class Metrics:
         if result.error is not None:
             kind = "timeout" if timed_out else "error"
             self.signal_errors.labels(result.family, result.name, kind).inc()
+        judge = result.value.get("judged_by") if isinstance(result.value, dict) else None
+        if judge in ("guard", "local"):
+            self.judged.labels(result.family, result.name, judge).inc()
 
     def decided(
         self, decision: RoutingDecision, request: NormalizedRequest, seconds: float

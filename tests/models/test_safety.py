@@ -178,7 +178,7 @@ def test_the_public_training_rows_are_what_the_pinned_corpora_give() -> None:
 @pytest.fixture(scope="module")
 def scored() -> tuple[list[dict[str, Any]], np.ndarray, float]:
     models: TextModels = load_models(None)
-    model, threshold, other = safety_model(models, None)
+    model, threshold, other, _ = safety_model(models, None)
     rows = safety_rows("test")
     chosen = [
         row

@@ -6,6 +6,7 @@ reference can never drift from what the validator accepts.
 
 from __future__ import annotations
 
+import inspect
 import types
 import typing
 from enum import Enum
@@ -112,7 +113,11 @@ def _table(model: type[BaseModel]) -> str:
 
 
 def _section(title: str, model: type[BaseModel], note: str | None = None) -> str:
-    text = note if note is not None else (model.__doc__ or "").strip().split("\n\n")[0]
+    if note is None:
+        # the docstring's first paragraph, as one line of Markdown
+        first = inspect.cleandoc(model.__doc__ or "").split("\n\n")[0]
+        note = " ".join(first.split()).replace("``", "`")
+    text = note
     parts = [f"#### `{title}`"]
     if text:
         parts.append(text)
@@ -169,6 +174,8 @@ def config_reference() -> str:
         ("vision", _field_model(RouterConfig, "vision"), None),
         ("ocr", _field_model(RouterConfig, "ocr"), None),
         ("text", text, "The text models shared by the text signals."),
+        ("text.guard", _field_model(text, "guard"), None),
+        ("text.entities", _field_model(text, "entities"), None),
         ("text.embedding", _field_model(text, "embedding"), None),
         ("text.reading", _field_model(text, "reading"), None),
         ("admin", _field_model(RouterConfig, "admin"), None),

@@ -28,6 +28,8 @@ from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.rules import OnError
 from vsr_extproc.detectors import FindingType
 from vsr_extproc.signals import FAMILIES
+from vsr_extproc.signals.safety import GUARD_CATEGORIES
+from vsr_extproc.signals.safety import Category as SafetyCategory
 
 #: where a processor records its decisions when the config names no store
 DEFAULT_REPLAY_PATH = "vsr-replay.sqlite3"
@@ -528,7 +530,60 @@ class EntitiesConfig(Strict):
     )
 
 
+class GuardConfig(Strict):
+    """A guard model served beside the router: Llama Guard 3 or 4 (or a model that answers
+    in their format) behind an OpenAI-compatible chat endpoint. Where it answers, its
+    verdict is the ``safety`` signal's; the model fitted here judges when it does not."""
+
+    url: str = Field(
+        pattern=r"^https?://[^\s/]+",
+        description="the chat completions endpoint, "
+        "`http://llama-guard.safety:8000/v1/chat/completions`",
+    )
+    model: str = Field(
+        min_length=1,
+        description="the `model` value the server expects: `meta-llama/Llama-Guard-3-1B`",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="an environment variable holding a bearer token for the server",
+    )
+    ca_file: str | None = Field(
+        default=None,
+        description="for an https `url`: the certificate authorities to check the server "
+        "against (a PEM file); empty = certifi's public ones",
+    )
+    timeout_ms: int = Field(
+        default=500, gt=0, le=60_000, description="one verdict's time, connection included"
+    )
+    max_chars: int = Field(
+        default=8_000,
+        ge=100,
+        le=1_000_000,
+        description="the head of the text read that is sent (the guard's context is bounded)",
+    )
+    cache_size: int = Field(
+        default=4096, ge=0, description="verdicts remembered by a digest of the text"
+    )
+    categories: dict[Annotated[str, Field(pattern=r"^S\d{1,2}$")], SafetyCategory] = Field(
+        default_factory=lambda: dict(GUARD_CATEGORIES),
+        description="the guard's hazard codes and the categories they count as; a code left "
+        "out (Llama Guard's S5 defamation, S6 specialised advice, S7 privacy, S8 "
+        "intellectual property, S13 elections, S14 code interpreter abuse) is listed in the "
+        "trace and counts as none",
+    )
+    on_failure: Literal["local", "error"] = Field(
+        default="local",
+        description="when the guard gives no verdict: local = the fitted model judges (the "
+        "trace says why); error = the signal fails and each rule's `on_error` decides",
+    )
+
+
 class TextConfig(Strict):
+    guard: GuardConfig | None = Field(
+        default=None, description="a guard model that judges `safety` (none: the fitted model)"
+    )
     entities: EntitiesConfig = Field(
         default=EntitiesConfig(), description="the model that finds names"
     )

@@ -24,6 +24,8 @@
   one frozen split: recall of harmful requests at false-positive rates of 1, 2 and 5 %,
   recall and false positives at the configured threshold, per hazard category (flagged at
   all, and flagged with the source's own category) and per source; calibration error.
+  With ``--config`` naming a guard model (``text.guard``), its verdicts are measured, the
+  fitted model's standing in where it gave none (counted in the report).
 * ``images``: the ``image_text`` detections on the generated image corpus
   (``eval.imagegen``, one split): recall, precision, latency and every miss with the stage
   that failed (``eval.images``).
@@ -31,15 +33,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+
+if TYPE_CHECKING:
+    from vsr_extproc.signals.safety import Guard
 
 DATA = Path(__file__).resolve().parent / "data"
 TASKS = ("domain", "pii", "names", "jailbreak", "safety", "images")
@@ -413,28 +419,71 @@ def _chunked(models: TextModels, texts: Sequence[str]) -> tuple[list[str], np.nd
     return chunk_texts, np.concatenate(vectors), owners
 
 
-def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float, Any]:
+def safety_model(models: TextModels, config_path: Path | None) -> tuple[Any, float, Any, Any]:
     """The safety model as a policy compile fits it, the configured threshold (the first
-    ``safety`` entry's, else the default), and its multilingual reading (None where the
-    entry turns it off or the multilingual model is not installed)."""
+    ``safety`` entry's, else the default), its multilingual reading (None where the entry
+    turns it off or the multilingual model is not installed) and the config's guard model
+    (``text.guard``; None where it names none)."""
     from vsr_extproc.signals.base import Resources
     from vsr_extproc.signals.safety import (
         SafetyEntry,
         SafetyModel,
         crosslingual_safety,
         default_bank,
+        shared_guard,
     )
 
     entry = SafetyEntry(name="unsafe")
+    resources = Resources()
     if config_path is not None:
         from vsr_extproc.config.compile import read_config
         from vsr_extproc.config.schema import family_entries
 
         config, _ = read_config(config_path)
         entry = next(iter(family_entries(config, "safety")), None) or entry
+        resources.begin_compile(config)
     model = SafetyModel.kept(models.encoder, default_bank())
-    other = crosslingual_safety(Resources(), model) if entry.other_languages else None
-    return model, entry.threshold, other
+    other = crosslingual_safety(resources, model) if entry.other_languages else None
+    return model, entry.threshold, other, shared_guard(resources)
+
+
+#: verdicts asked of a guard model at once by the evaluation
+GUARD_CONCURRENCY = 8
+
+
+def guard_probabilities(
+    guard: Guard, texts: Sequence[str], local: np.ndarray, categories: Sequence[str]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Each text's ``P(category)`` as the guard model judged it, the fitted model's row
+    (``local``) where it gave no verdict, as the signal does with ``on_failure: local``;
+    and an account of its answers."""
+
+    async def judge_all() -> list[tuple[np.ndarray | None, dict[str, Any]]]:
+        gate = asyncio.Semaphore(GUARD_CONCURRENCY)
+
+        async def judge(index: int) -> tuple[np.ndarray | None, dict[str, Any]]:
+            async with gate:
+                asked = guard.client.verdict(texts[index])
+                return await guard.judge(asked, local[index : index + 1], categories)
+
+        try:
+            return await asyncio.gather(*(judge(index) for index in range(len(texts))))
+        finally:
+            await guard.close()
+
+    rows = []
+    failures: Counter[str] = Counter()
+    for (row, account), own in zip(asyncio.run(judge_all()), local, strict=True):
+        rows.append(own if row is None else row)
+        if row is None:
+            failures[account["guard"]["error"]] += 1
+    report = {
+        "url": guard.client.url,
+        "model": guard.client.model,
+        "answered": len(texts) - sum(failures.values()),
+        "failed": dict(failures),
+    }
+    return np.asarray(rows), report
 
 
 def safety_probabilities(
@@ -464,9 +513,16 @@ def evaluate_safety(
     threshold: float,
     rows: Sequence[dict[str, Any]],
     other: Any = None,
+    guard: Any = None,
 ) -> dict[str, Any]:
+    """Recall at fixed false-positive rates, calibration, per category and per source;
+    with ``guard`` (``safety.Guard``), of the guard model's verdicts."""
     started = time.perf_counter()
-    probabilities = safety_probabilities(models, model, [row["text"] for row in rows], other)
+    texts = [row["text"] for row in rows]
+    probabilities = safety_probabilities(models, model, texts, other)
+    asked = None
+    if guard is not None:
+        probabilities, asked = guard_probabilities(guard, texts, probabilities, model.categories)
     scores = probabilities.sum(axis=1)
     labels = np.asarray([0 if row["label"] == "benign" else 1 for row in rows])
     flagged = scores >= threshold
@@ -517,6 +573,7 @@ def evaluate_safety(
             if f != (row["label"] != "benign")
         ],
         "seconds": round(time.perf_counter() - started, 2),
+        **({"guard": asked} if asked is not None else {}),
     }
 
 
@@ -652,8 +709,8 @@ def run(
         return report
     models = load_models(config, precision, runtime)
     if task == "safety":
-        model, threshold, other = safety_model(models, config)
-        report = evaluate_safety(models, model, threshold, rows, other)
+        model, threshold, other, guard = safety_model(models, config)
+        report = evaluate_safety(models, model, threshold, rows, other, guard)
     elif task == "domain":
         report = evaluate_domain(models, rows)
         if data is None:
@@ -762,6 +819,14 @@ def summary(report: dict[str, Any]) -> str:
             f"{count} {positives}, {report['benign']} benign, {where} "
             f"({report['model']}, {report['runtime']} {report['precision']})"
         )
+        if "guard" in report:
+            guard = report["guard"]
+            failed = ", ".join(f"{n} × {why}" for why, n in guard["failed"].items())
+            lines.append(
+                f"judged by the guard model {guard['model']} at {guard['url']}: "
+                f"{guard['answered']} verdicts"
+                + (f"; the fitted model for {failed}" if failed else "")
+            )
         for rate, row in report["recall_at_fpr"].items():
             lines.append(
                 f"  recall at ≤{rate} false positives: {row['recall']:.3f} "

@@ -30,6 +30,12 @@ text is unsafe and its likeliest category is the entry's (a request torn between
 harassment, or between two entries, is still unsafe). The trace lists each category found
 with its probability, and every category at least ``REPORTED`` likely.
 
+Where a guard model is served beside the router (``text.guard``: Llama Guard behind an
+OpenAI-compatible endpoint, ``runtime.guard``), its verdict on the text read replaces the
+fitted model's: ``P(unsafe)`` shared among the categories of the hazard codes it names.
+The fitted model still reads the text meanwhile, and judges when the guard gives no
+verdict in time (``on_failure: local``); the trace says which judged and why.
+
 Fitted when the policy compiles, on ``banks/safety.yaml`` (written for this project) and
 two public sources that never measure it (``banks/safety_public.jsonl``); measured on
 other public corpora (``vsr-extproc eval safety``).
@@ -38,7 +44,8 @@ other public corpora (``vsr-extproc eval safety``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -52,7 +59,9 @@ from pydantic import Field, model_validator
 
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.errors import SignalError
 from vsr_extproc.runtime.fitted import kept_model
+from vsr_extproc.runtime.guard import GuardClient, GuardUnavailable, GuardVerdict
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.crosslingual import (
     foreign_readings,
@@ -103,6 +112,19 @@ CATEGORIES: dict[str, str] = {
     "hate": "S10",
     "harassment": "S10",
     "sexual_content": "S12",
+}
+#: the hazard codes of Llama Guard 3 and 4 that are categories here, for a guard model
+#: served beside the router (``text.guard``); drugs and harassment have no code of their
+#: own there (the guard names them S2 and S10 or S1)
+GUARD_CATEGORIES: dict[str, Category] = {
+    "S1": "violent_crimes",
+    "S2": "non_violent_crimes",
+    "S3": "sex_crimes",
+    "S4": "child_sexual_exploitation",
+    "S9": "weapons",
+    "S10": "hate",
+    "S11": "self_harm",
+    "S12": "sexual_content",
 }
 EVIDENCE_WORDS = 6
 NEAREST = (1, 5)
@@ -405,6 +427,66 @@ class SafetyModel:
         return result
 
 
+def guard_row(
+    verdict: GuardVerdict,
+    local: npt.NDArray[np.float64],
+    categories: Sequence[str],
+    codes: Mapping[str, str],
+) -> npt.NDArray[np.float64]:
+    """``P(category)`` of a text as a guard model judged it (``verdict``).
+
+    ``P(unsafe)`` is shared evenly among the categories of the codes it named (``codes``
+    maps a code to its category); where it named no code, it is shared as the fitted
+    model shares its own (``local``: the riskiest chunk's row); where it named only codes
+    that count as no category here, the text is none of them.
+    """
+    row = np.zeros(len(categories))
+    named = [codes[code] for code in verdict.codes if codes.get(code) in categories]
+    for category in named:
+        row[categories.index(category)] += verdict.unsafe / len(named)
+    if not verdict.codes:
+        total = float(local.sum())
+        share = local / total if total > 0 else np.full(len(categories), 1 / len(categories))
+        row = verdict.unsafe * share
+    return row
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A guard model the safety signal asks (``text.guard``), with how its codes count."""
+
+    client: GuardClient
+    codes: Mapping[str, str]
+    on_failure: Literal["local", "error"]
+
+    async def judge(
+        self,
+        asked: Awaitable[GuardVerdict],
+        local: npt.NDArray[np.float64],
+        categories: Sequence[str],
+    ) -> tuple[npt.NDArray[np.float64] | None, dict[str, Any]]:
+        """The guard's row once its verdict (``asked``) comes, and the trace's account of
+        it; no row where it gave none and the fitted model judges (``on_failure: local``).
+        ``local``: the fitted model's rows (chunks) for the same text."""
+        try:
+            verdict = await asked
+        except GuardUnavailable as error:
+            if self.on_failure == "error":
+                raise SignalError(f"the guard model gave no verdict: {error}") from error
+            return None, {"judged_by": "local", "guard": {"error": str(error)}}
+        report = {
+            "unsafe": round(verdict.unsafe, 4),
+            "codes": list(verdict.codes),
+            "calibrated": verdict.calibrated,
+        }
+        riskiest = local[int(np.argmax(local.sum(axis=1)))]
+        row = guard_row(verdict, riskiest, categories, self.codes)
+        return row, {"judged_by": "guard", "guard": report}
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
 class SafetyEntry(AsyncSignalEntry):
     categories: tuple[Category, ...] = Field(
         default=(), description="hazard categories that count; empty = every category"
@@ -449,9 +531,11 @@ class SafetySignal(AsyncSignal):
         model: SafetyModel,
         budget: ReadingBudget,
         crosslingual: CrossLingualSafety | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.name = entry.name
         self.crosslingual = crosslingual
+        self.guard = guard
         self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.scope: TextScope = entry.scope
@@ -471,7 +555,25 @@ class SafetySignal(AsyncSignal):
         if not texts:
             return Outcome(False, 0.0, {"chunks": 0})
 
-        async def score() -> tuple[npt.NDArray[np.float64], dict[str, int]]:
+        async def score() -> tuple[npt.NDArray[np.float64], dict[str, Any]]:
+            if self.guard is None:
+                return await local()
+            # the guard reads the text while the fitted model does, which judges without it
+            guard = self.guard
+            asked = asyncio.ensure_future(guard.client.verdict("\n\n".join(texts)))
+            try:
+                probabilities, report = await local()
+                row, account = await guard.judge(asked, probabilities, self.model.categories)
+            finally:
+                if not asked.done():
+                    asked.cancel()
+                elif not asked.cancelled():
+                    asked.exception()  # read, also where the fitted model failed first
+            if row is None:
+                return probabilities, {**report, **account}
+            return row[None, :], {**report, **account}
+
+        async def local() -> tuple[npt.NDArray[np.float64], dict[str, Any]]:
             embedded = await embed_texts(evaluation, self.embedder, texts)
             pieces = [
                 text[start:end]
@@ -506,7 +608,7 @@ class SafetySignal(AsyncSignal):
             return probabilities, {"other_language_chunks": len(chosen)}
 
         # every safety entry of the request reads the same probabilities
-        key = ("safety", id(self.model), self.scope, self.budget)
+        key = ("safety", id(self.model), id(self.guard), self.scope, self.budget)
         probabilities, other = await evaluation.once(key, score)
         return self.outcome(probabilities, {**reading.report, **other})
 
@@ -560,7 +662,36 @@ def build(entry: SafetyEntry, resources: Resources) -> SafetySignal:
         key, lambda: SafetyModel.kept(embedder.encoder, default_bank())
     )
     crosslingual = crosslingual_safety(resources, model) if entry.other_languages else None
-    return SafetySignal(entry, embedder, model, reading_budget(resources), crosslingual)
+    budget = reading_budget(resources)
+    return SafetySignal(entry, embedder, model, budget, crosslingual, shared_guard(resources))
+
+
+def shared_guard(resources: Resources) -> Guard | None:
+    """The guard model of ``text.guard`` (one client and one memory for every entry), or
+    ``None`` where none is configured."""
+    settings = resources.config.text.guard if resources.config is not None else None
+    if settings is None:
+        return None
+    token = None
+    if settings.api_key_env is not None:
+        token = os.environ.get(settings.api_key_env)
+        if not token:
+            raise ValueError(f"text.guard.api_key_env: {settings.api_key_env} is not set")
+
+    def make() -> Guard:
+        client = GuardClient(
+            settings.url,
+            settings.model,
+            timeout_s=settings.timeout_ms / 1000,
+            api_key=token,
+            ca_file=settings.ca_file,
+            max_chars=settings.max_chars,
+            cache_size=settings.cache_size,
+        )
+        return Guard(client, dict(settings.categories), settings.on_failure)
+
+    guard: Guard = resources.get(("safety-guard", settings.model_dump_json(), token), make)
+    return guard
 
 
 def crosslingual_safety(resources: Resources, model: SafetyModel) -> CrossLingualSafety | None:
