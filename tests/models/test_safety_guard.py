@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
+import structlog
 import yaml
 from aiohttp import web
 from builders import body, chat, user
@@ -334,16 +335,31 @@ def test_a_guard_ca_file_that_cannot_be_read_is_a_config_error(
 
 
 async def test_a_failing_guard_is_left_to_rest_instead_of_asked_by_every_request(
-    guard_server: StandinGuard, make_router: Any
+    guard_server: StandinGuard, make_router: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vsr_extproc.runtime.guard import FAILURES_TO_REST
+    from vsr_extproc.runtime import guard
 
+    monkeypatch.setattr(guard, "REST_S", 0.3)
     guard_server.status = 500
     router = make_router(guard_server.url)
-    for index in range(FAILURES_TO_REST + 3):
-        result = (await decide(router, user(f"Question number {index}?"))).results["safety.severe"]
-        assert result.value["judged_by"] == "local"
-    assert len(guard_server.received) == FAILURES_TO_REST
-    assert result.value["guard"]["error"].startswith(
-        f"not asked after {FAILURES_TO_REST} failures in a row"
-    )
+    structlog.reset_defaults()
+    try:
+        with structlog.testing.capture_logs() as entries:
+            for index in range(guard.FAILURES_TO_REST + 3):
+                decision = await decide(router, user(f"Question number {index}?"))
+                result = decision.results["safety.severe"]
+                assert result.value["judged_by"] == "local"
+            assert len(guard_server.received) == guard.FAILURES_TO_REST
+            assert result.value["guard"]["error"].startswith(
+                f"not asked after {guard.FAILURES_TO_REST} failures in a row"
+            )
+            # its rest over, the guard is asked again, and answering it judges again
+            guard_server.status = 200
+            await asyncio.sleep(0.4)
+            decision = await decide(router, user("A last question?"))
+            assert decision.results["safety.severe"].value["judged_by"] == "guard"
+    finally:
+        structlog.reset_defaults()
+    events = [entry["event"] for entry in entries if entry["event"].startswith("guard_")]
+    # one warning when it stopped answering, one line when it answered again
+    assert events == ["guard_unavailable", "guard_available"]

@@ -31,9 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import structlog
 
 from vsr_extproc import __version__
 from vsr_extproc.errors import RouterError
+
+log = structlog.get_logger(__name__)
 
 _CODE = re.compile(r"^S\d{1,2}$")
 #: tokens read as the answer's first word: the verdict's probability is theirs
@@ -174,11 +177,15 @@ class GuardClient:
             )
         try:
             found = await self._ask(text)
-        except GuardUnavailable:
+        except GuardUnavailable as error:
             self._failures += 1
+            if self._failures == 1:
+                log.warning("guard_unavailable", url=self.url, reason=str(error))
             if self._failures >= FAILURES_TO_REST:
                 self._resting_until = time.monotonic() + REST_S
             raise
+        if self._failures:
+            log.info("guard_available", url=self.url, after_failures=self._failures)
         self._failures = 0
         self._memory[key] = found
         if len(self._memory) > self.cache_size:
