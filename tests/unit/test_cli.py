@@ -23,7 +23,7 @@ SAMPLES = ROOT / "deploy" / "demo" / "requests"
 def test_validate_summarises_a_good_config(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(DEMO)]) == 0
     out = capsys.readouterr().out
-    assert "ok — 4 models, 7 signals (7 referenced), 5 decisions, default 'general_chat'" in out
+    assert "ok — 4 models, 8 signals (8 referenced), 5 decisions, default 'general_chat'" in out
 
 
 def _unknown_signal(tmp_path: Path, **action: str) -> Path:

@@ -7,6 +7,7 @@ from typing import Any
 
 from vsr_extproc.core.signals import SignalResult
 from vsr_extproc.signals import (
+    code,
     context,
     conversation,
     domain,
@@ -28,6 +29,7 @@ FAMILIES: dict[str, SignalFamily[Any]] = {
     family.name: family
     for family in (
         keyword.FAMILY,
+        code.FAMILY,
         modality.FAMILY,
         context.FAMILY,
         conversation.FAMILY,
