@@ -12,6 +12,7 @@ Every error the router raises on purpose derives from ``RouterError``. Foreign e
     │                          ``on_error`` decides what it means
     ├── ImageError             an image could not be fetched, decoded or inspected
     ├── ModelUnavailable       a model runtime could not be loaded
+    ├── GuardUnavailable       a guard model served beside the router gave no verdict
     └── ReplayStoreError       the replay store refused an operation
         └── ReplayStoreUnavailable  no connection to it (down, unreachable, refused us):
                                     records are dropped and counted, it is tried again later
@@ -66,6 +67,11 @@ class ImageError(RouterError):
 
 class ModelUnavailable(RouterError):
     """A model runtime could not be loaded (missing offline, corrupt, wrong type)."""
+
+
+class GuardUnavailable(RouterError):
+    """A guard model gave no verdict: a timeout, no connection, an HTTP error or an answer
+    in another format (``runtime.guard``); the message is a short reason for the trace."""
 
 
 class ReplayStoreError(RouterError):

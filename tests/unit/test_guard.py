@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from vsr_extproc.config.schema import GuardConfig
-from vsr_extproc.runtime.guard import GuardUnavailable, GuardVerdict, parse_verdict
+from vsr_extproc.errors import GuardUnavailable
+from vsr_extproc.runtime.guard import GuardVerdict, parse_verdict
 from vsr_extproc.signals.safety import GUARD_CATEGORIES, guard_row
 
 

@@ -7,9 +7,9 @@ hazard categories, and the model answers ``safe`` or ``unsafe`` with the codes o
 categories it found on the next line (``unsafe\\nS1,S9``).
 
 ``P(unsafe)`` is read from the probabilities of the answer's first word where the server
-returns them (``logprobs``): the guard's own confidence, which Llama Guard's model card
-recommends for thresholds. A server that returns no probabilities gives 1 or 0 by the
-verdict.
+returns them (``logprobs``): the guard's own confidence, the classifier score Llama
+Guard's model cards describe for thresholding. A server that returns no probabilities
+gives 1 or 0 by the verdict.
 
 Answers are remembered by a digest of the model and the text (a chat resends its earlier
 turns). After ``FAILURES_TO_REST`` failures in a row the guard is not asked for
@@ -34,7 +34,7 @@ import httpx
 import structlog
 
 from vsr_extproc import __version__
-from vsr_extproc.errors import RouterError
+from vsr_extproc.errors import GuardUnavailable
 
 log = structlog.get_logger(__name__)
 
@@ -46,10 +46,6 @@ _MAX_TOKENS = 24  # "unsafe", a newline and up to a dozen codes
 #: seconds: a guard that times out would otherwise add its whole timeout to every request
 FAILURES_TO_REST = 5
 REST_S = 5.0
-
-
-class GuardUnavailable(RouterError):
-    """The guard gave no verdict (timeout, unreachable, HTTP error, unexpected answer)."""
 
 
 @dataclass(frozen=True, slots=True)

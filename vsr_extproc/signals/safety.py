@@ -59,9 +59,9 @@ from pydantic import Field, model_validator
 
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
-from vsr_extproc.errors import SignalError
+from vsr_extproc.errors import GuardUnavailable, SignalError
 from vsr_extproc.runtime.fitted import kept_model
-from vsr_extproc.runtime.guard import GuardClient, GuardUnavailable, GuardVerdict
+from vsr_extproc.runtime.guard import GuardClient, GuardVerdict
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.crosslingual import (
     foreign_readings,
