@@ -1,8 +1,10 @@
 """The ``code`` signal's reading on prompts nothing here was written beside: MMLU's
 questions (``eval.public.domain_rows``) and the public corpora's benign rows
 (``eval.public.jailbreak_rows``, ``safety_rows``), their frozen ``test`` split. The
-threshold (0.7) and the two-line blocks were chosen on ``dev``; these assertions hold the
-levels measured on ``test``, so that a change that loses them fails."""
+threshold (0.7) was chosen on ``dev``; the two-line blocks and the wrapper-tag rule came
+from reading ``test``'s false findings of a first version (docs/measurements.md), so this
+split is not unseen for them. These assertions hold the levels measured on ``test``, so
+that a change that loses them fails."""
 
 from __future__ import annotations
 
