@@ -29,6 +29,7 @@ from builders import body, chat, user
 from vsr_extproc.config.compile import compile_policy, parse_config
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.router import Router
+from vsr_extproc.core.runner import SignalRunner
 from vsr_extproc.signals.base import Resources
 from vsr_extproc.signals.safety import Guard
 
@@ -141,8 +142,8 @@ def config(url: str, **guard: Any) -> dict[str, Any]:
 async def make_router(resources: Resources) -> AsyncIterator[Any]:
     """Compiles a router against the stand-in; closes the guard's connections after."""
 
-    def make(url: str, **guard: Any) -> Router:
-        return Router(compile_policy(parse_config(config(url, **guard)), resources))
+    def make(url: str, runner: SignalRunner | None = None, **guard: Any) -> Router:
+        return Router(compile_policy(parse_config(config(url, **guard)), resources), runner)
 
     yield make
     for _, value in resources.items():
@@ -303,20 +304,15 @@ def test_eval_safety_measures_the_guards_verdicts_where_a_config_names_one(
 
 
 async def test_the_metrics_count_which_model_judged(
-    guard_server: StandinGuard, resources: Resources
+    guard_server: StandinGuard, make_router: Any
 ) -> None:
-    from vsr_extproc.core.runner import SignalRunner
     from vsr_extproc.metrics import Metrics
 
     metrics = Metrics()
-    policy = compile_policy(parse_config(config(guard_server.url, timeout_ms=200)), resources)
-    router = Router(policy, SignalRunner(metrics.signal))
+    router = make_router(guard_server.url, SignalRunner(metrics.signal), timeout_ms=200)
     await decide(router, user("What is the capital of Australia?"))
     guard_server.delay_s = 1.0
     await decide(router, user("What is the capital of Canada?"))
-    for _, value in resources.items():
-        if isinstance(value, Guard):
-            await value.close()
 
     exposition = metrics.exposition().decode()
     for judge in ("guard", "local"):
