@@ -204,8 +204,8 @@ def test_benign_traffic_heavy_with_data_or_tokens_is_not_unsafe(
 def test_harmbench_and_pyrit_red_team_requests_are_caught(
     scored: tuple[list[dict[str, Any]], np.ndarray, float],
 ) -> None:
-    """HarmBench's behaviours and PyRIT's AI Red Team objectives (measured: 102 of 124 and
-    24 of 26). The issue's target, 0.85 at 2 % false positives over every source, is not
+    """HarmBench's behaviours and PyRIT's AI Red Team objectives (measured: 98 of 124 and
+    22 of 26). The issue's target, 0.85 at 2 % false positives over every source, is not
     met: see the README."""
     rows, scores, threshold = scored
     unsafe = np.asarray([row["label"] != "benign" for row in rows])
@@ -233,3 +233,16 @@ def test_the_multilingual_model_encodes_a_text_once_for_both_readings() -> None:
     assert calls == [["Ein neuer Satz."]]
     assert np.array_equal(again[0], first[1])
     assert np.array_equal(again[2], first[0])
+
+
+def test_ordinary_requests_in_the_imperative_are_not_harmful_requests() -> None:
+    """AlpacaEval's instructions and MT-Bench's questions of the test split ("Write a
+    poem …", "Compose a travel blog post …", "Provide a …"): at most 3 % flagged
+    (measured: 12 of 618; 31 before IFEval's requests joined the training data, when the
+    imperative of AdvBench's harmful requests read as harm by itself)."""
+    models: TextModels = load_models(None)
+    model, threshold, other, _ = safety_model(models, None)
+    rows = [row for row in safety_rows("test") if row["source"] in ("alpacaeval", "mt-bench")]
+    assert len(rows) > 600
+    scores = safety_probabilities(models, model, [row["text"] for row in rows], other).sum(axis=1)
+    assert (scores >= threshold).mean() <= 0.03

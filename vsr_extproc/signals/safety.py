@@ -162,9 +162,12 @@ def default_bank() -> Bank:
     """The shipped training set.
 
     ``banks/safety.yaml`` (written for this project): exemplars by category and benign
-    look-alikes. ``banks/safety_public.jsonl``: AdvBench's harmful requests and
-    Do-Not-Answer's help-seeking and advice questions, two public sources that never
-    measure the model (``eval.public.safety_training_rows``). Ordinary traffic as benign:
+    look-alikes. ``banks/safety_public.jsonl``: AdvBench's harmful requests,
+    Do-Not-Answer's help-seeking and advice questions and IFEval's ordinary requests
+    ("Write a poem about …", "Write a persuasive essay …": AdvBench's requests are written
+    in that imperative, and without them the form alone reads as harm), three public
+    sources that never measure the model (``eval.public.safety_training_rows``).
+    Ordinary traffic as benign:
     the jailbreak bank's benign prompts, the domain bank's requests and the PII
     development set's messages, heavy with names, numbers and keys.
     """
@@ -496,7 +499,7 @@ class SafetyEntry(AsyncSignalEntry):
         ge=0,
         le=1,
         description="probability needed, per category and for the categories together "
-        "(0.4 flags 1 % of the public benign dev rows)",
+        "(0.4 flags 3.6 % of the public benign dev rows)",
     )
     thresholds: dict[Category, float] = Field(
         default_factory=dict,
