@@ -33,6 +33,14 @@ def _spans(text: str, spans: list[tuple[int, int]]) -> list[str]:
         ("Thanks, Priya", ["Priya"]),
         ("Hi there, can you help?", []),
         ("Dear Sir or Madam,", []),
+        # a pronoun's contraction, a role or a group greeted: no one's name
+        ("Hi, I'm trying to solve a crossword puzzle.", []),
+        ("Hey I've decided to keep a rat as a pet.", []),
+        ("Dear Hiring Manager, I am excited to apply.", []),
+        ("Hello Support Team, my order has not arrived.", []),
+        # a title after a greeting names the person after it
+        ("Dear Mr. Thompson, your parcel is ready.", ["Thompson"]),
+        ("Dear Customer Maria Lopez, welcome.", ["Maria Lopez"]),
     ],
 )
 def test_a_greeting_title_or_introduction_names_a_person(text: str, names: list[str]) -> None:

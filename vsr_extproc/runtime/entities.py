@@ -48,10 +48,11 @@ _ACRONYM = re.compile(r"[A-Z]{2,4}s?")
 # words that introduce a person's name in almost any message: a title, a greeting, a
 # sign-off, "my name is"; the capitalised words after them are a name whatever the model
 # read them as (its small English model often takes a foreign name for a company)
+# The name is read ahead, not taken, so that a cue may follow a cue ("Dear Mr. Thompson").
 _NAME_CUE = re.compile(
-    r"(?:\b(?i:my name is|call me|dear|hi|hello|hey|thanks|thank you|"
+    r"(?=(?:\b(?i:my name is|call me|dear|hi|hello|hey|thanks|thank you|"
     r"regards|cheers|sincerely|mr|mrs|ms|miss|mx|dr|prof|sir|madam)\b\.?,?\s+)"
-    r"([A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*(?:\s+[A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*){0,2})"
+    r"([A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*(?:\s+[A-Z][^\W\d_]*(?:[\'’-][A-Z]?[^\W\d_]+)*){0,2}))"
 )
 # the same in the other languages the detector knows best: titles (abbreviated ones with
 # their dot), greetings and sign-offs, as they are spelt; and the Turkish titles that follow
@@ -107,8 +108,24 @@ _NOT_NAMES = frozenset(
      "Mr", "Mrs", "Ms", "Eltern", "Kollegen", "Kolleginnen", "Kunden", "Mitglieder",
      "Freunde", "Rodzice", "Państwo", "Klienci", "Ouders", "Leden", "Genitori", "Colleghi",
      "Clienti", "Familias", "Padres", "Clientes", "Colegas", "Membres", "Parents", "Amis",
-     "Collègues", "Pais", "Amigos", "Veliler", "Arkadaşlar"}
+     "Collègues", "Pais", "Amigos", "Veliler", "Arkadaşlar",
+     # the people a letter greets by role ("Dear Hiring Manager", "Hi Support Team")
+     "Hiring", "Manager", "Managers", "Customer", "Customers", "Client", "Clients",
+     "Colleague", "Colleagues", "Friend", "Friends", "Folks", "Guys", "Members", "Member",
+     "Students", "Teacher", "Teachers", "Committee", "Admissions", "Recruiter", "Support",
+     "Valued", "Editor", "Editors", "Board", "Neighbor", "Neighbors", "Neighbour",
+     "Neighbours", "Sirs", "Doctor", "Professor", "Landlord", "Applicant", "Candidate",
+     "Reviewer", "Reviewers", "Partner", "Partners", "Staff", "Everybody", "You", "Human",
+     "World"}
 )  # fmt: skip
+
+
+def _not_a_name(word: str) -> bool:
+    """Whether ``word``, after a cue, is a role, a group or a pronoun instead of a name:
+    "Dear Hiring Manager", "Hi, I'm …" (a contraction of "I")."""
+    return word in _NOT_NAMES or re.split(r"[\'’]", word, maxsplit=1)[0] in _NOT_NAMES
+
+
 _EXCLUDED = ["tagger", "parser", "attribute_ruler", "lemmatizer", "morphologizer", "senter"]
 
 
@@ -761,7 +778,7 @@ def _cued_names(text: str) -> list[tuple[int, int]]:
     spans = []
     for match in _NAME_CUE.finditer(text):
         words = match.group(1).split()
-        while words and words[0] in _NOT_NAMES:
+        while words and _not_a_name(words[0]):
             words.pop(0)
         if words:
             spans.append((text.index(words[0], match.start(1)), match.end(1)))
@@ -779,7 +796,7 @@ def _cued_names(text: str) -> list[tuple[int, int]]:
         )
         while kept and kept[-1].group() in _PARTICLES:
             kept.pop()  # "Sra. de la": no name follows the particles
-        while kept and kept[0].group() in _NOT_NAMES:
+        while kept and _not_a_name(kept[0].group()):
             kept.pop(0)
         if kept:
             start = match.start(1)
