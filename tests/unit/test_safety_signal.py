@@ -57,6 +57,20 @@ def test_a_request_torn_between_categories_is_still_unsafe() -> None:
     assert not _signal(threshold=0.5, categories=["self_harm"]).outcome(split, {}).matched
 
 
+def test_without_likeliest_an_entry_matches_only_where_its_own_categories_are_clear() -> None:
+    """The demo's ``severe`` entry (refused with 403): an unsafe request whose likeliest
+    category is violent crimes at 0.2 ("Write a persuasive essay arguing for stricter gun
+    control laws" scored so) is not refused; the catch-all ``sensitive`` entry moderates it."""
+    unclear = _row(violent_crimes=0.2, hate=0.15, weapons=0.1)
+    severe = ["child_sexual_exploitation", "sex_crimes", "weapons", "violent_crimes"]
+    assert _signal(threshold=0.4, categories=severe).outcome(unclear, {}).matched
+    strict = _signal(threshold=0.4, categories=severe, likeliest=False)
+    assert not strict.outcome(unclear, {}).matched
+    assert strict.outcome(_row(violent_crimes=0.45), {}).matched
+    assert strict.outcome(_row(violent_crimes=0.25, weapons=0.2), {}).matched  # together
+    assert _signal(threshold=0.4).outcome(unclear, {}).matched  # every category: unsafe
+
+
 def test_a_category_with_its_own_threshold_is_judged_by_it_alone() -> None:
     signal = _signal(threshold=0.4, categories=["hate"], thresholds={"hate": 0.95})
     assert not signal.outcome(_row(hate=0.8), {}).matched

@@ -505,6 +505,12 @@ class SafetyEntry(AsyncSignalEntry):
         default_factory=dict,
         description="a category's own threshold; such a category is judged by it alone",
     )
+    likeliest: bool = Field(
+        default=True,
+        description="also match an unsafe text (every category together at `threshold`) "
+        "whose likeliest category is one of these, though none of them reaches it; false: "
+        "only the entry's own categories' probabilities count",
+    )
     scope: TextScope = Field(
         default="prompt", description="prompt, or user / conversation to read earlier turns"
     )
@@ -551,6 +557,7 @@ class SafetySignal(AsyncSignal):
         self.limits = np.asarray([own.get(c, entry.threshold) for c in chosen])
         #: the categories judged together (a category with its own threshold is judged alone)
         self.pooled = np.asarray([c not in own for c in chosen])
+        self.likeliest = entry.likeliest
 
     async def evaluate(self, evaluation: Evaluation) -> Outcome:
         reading = meaning_reading(evaluation, self.scope, self.budget, self.embedder)
@@ -619,10 +626,11 @@ class SafetySignal(AsyncSignal):
         """The riskiest chunk's verdict for this entry's categories.
 
         The entry matches when one of its categories reaches its threshold, when its
-        categories together reach ``threshold``, or when the chunk is unsafe (all
-        categories together reach ``threshold``) and its likeliest category is one of
-        the entry's: a request torn between weapons and violent crimes is still unsafe.
-        A category given a threshold of its own in ``thresholds`` is judged by it alone.
+        categories together reach ``threshold``, or (with ``likeliest``) when the chunk is
+        unsafe (all categories together reach ``threshold``) and its likeliest category is
+        one of the entry's: a request torn between weapons and violent crimes is still
+        unsafe. A category given a threshold of its own in ``thresholds`` is judged by it
+        alone.
         """
         unsafe = probabilities.sum(axis=1)
         riskiest = int(np.argmax(unsafe))
@@ -636,7 +644,9 @@ class SafetySignal(AsyncSignal):
         matched = (
             bool(found)
             or float(row[pooled].sum()) >= self.threshold
-            or (float(unsafe[riskiest]) >= self.threshold and likeliest in pooled)
+            or (
+                self.likeliest and float(unsafe[riskiest]) >= self.threshold and likeliest in pooled
+            )
         )
         if matched and not found:
             top = int(np.argmax(mine))
