@@ -47,8 +47,8 @@ _NOT_A_NAME = re.compile(r"[_@#/\\=<>{}()\[\]|0-9]")
 _ACRONYM = re.compile(r"[A-Z]{2,4}s?")
 # words that introduce a person's name in almost any message: a title, a greeting, a
 # sign-off, "my name is"; the capitalised words after them are a name whatever the model
-# read them as (its small English model often takes a foreign name for a company)
-# The name is read ahead, not taken, so that a cue may follow a cue ("Dear Mr. Thompson").
+# read them as (its small English model often takes a foreign name for a company); the
+# name is read ahead, not taken, so that a cue may follow a cue ("Dear Mr. Thompson")
 _NAME_CUE = re.compile(
     r"(?=(?:\b(?i:my name is|call me|dear|hi|hello|hey|thanks|thank you|"
     r"regards|cheers|sincerely|mr|mrs|ms|miss|mx|dr|prof|sir|madam)\b\.?,?\s+)"
