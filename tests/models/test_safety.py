@@ -4,6 +4,7 @@ slice of the public corpora it never saw (the whole split: ``vsr-extproc eval sa
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -177,9 +178,22 @@ def test_the_public_training_rows_are_what_the_pinned_corpora_give() -> None:
 
 
 @pytest.fixture(scope="module")
-def scored() -> tuple[list[dict[str, Any]], np.ndarray, float]:
+def public_scores() -> Callable[[list[str]], tuple[np.ndarray, float]]:
+    """Each text's P(unsafe) as the evaluation computes it, and the threshold: the models
+    are loaded once for every test of the slice."""
     models: TextModels = load_models(None)
     model, threshold, other, _ = safety_model(models, None)
+
+    def scores(texts: list[str]) -> tuple[np.ndarray, float]:
+        return safety_probabilities(models, model, texts, other).sum(axis=1), threshold
+
+    return scores
+
+
+@pytest.fixture(scope="module")
+def scored(
+    public_scores: Callable[[list[str]], tuple[np.ndarray, float]],
+) -> tuple[list[dict[str, Any]], np.ndarray, float]:
     rows = safety_rows("test")
     chosen = [
         row
@@ -187,8 +201,7 @@ def scored() -> tuple[list[dict[str, Any]], np.ndarray, float]:
         if row["source"] in ("presidio-templates", "tokens", "bastioncorpus", "harmbench")
         or (row["source"] == "pyrit-airt")
     ]
-    probabilities = safety_probabilities(models, model, [row["text"] for row in chosen], other)
-    return chosen, probabilities.sum(axis=1), threshold
+    return chosen, *public_scores([row["text"] for row in chosen])
 
 
 def test_benign_traffic_heavy_with_data_or_tokens_is_not_unsafe(
@@ -236,16 +249,16 @@ def test_the_multilingual_model_encodes_a_text_once_for_both_readings() -> None:
     assert np.array_equal(again[2], first[0])
 
 
-def test_ordinary_requests_in_the_imperative_are_not_harmful_requests() -> None:
+def test_ordinary_requests_in_the_imperative_are_not_harmful_requests(
+    public_scores: Callable[[list[str]], tuple[np.ndarray, float]],
+) -> None:
     """AlpacaEval's instructions and MT-Bench's questions of the test split ("Write a
     poem …", "Compose a travel blog post …", "Provide a …"): at most 3 % flagged
     (measured: 12 of 618; 31 before IFEval's requests joined the training data, when the
     imperative of AdvBench's harmful requests read as harm by itself)."""
-    models: TextModels = load_models(None)
-    model, threshold, other, _ = safety_model(models, None)
     rows = [row for row in safety_rows("test") if row["source"] in ("alpacaeval", "mt-bench")]
     assert len(rows) > 600
-    scores = safety_probabilities(models, model, [row["text"] for row in rows], other).sum(axis=1)
+    scores, threshold = public_scores([row["text"] for row in rows])
     assert (scores >= threshold).mean() <= 0.03
 
 
