@@ -15,7 +15,8 @@ from stacks import demo_document
 from vsr_extproc.config.compile import compile_policy, parse_config
 from vsr_extproc.core.decision import RoutingDecision
 from vsr_extproc.core.router import Router
-from vsr_extproc.signals.base import Resources
+from vsr_extproc.signals import FAMILIES
+from vsr_extproc.signals.base import AsyncSignalEntry, Resources
 
 pytestmark = pytest.mark.models
 
@@ -37,9 +38,10 @@ TIME_BUDGET_MS = 30_000
 @pytest.fixture(scope="module")
 def router() -> Router:
     document = demo_document()
-    for family in ("code", "domain", "pii", "jailbreak", "safety", "language"):
-        for entry in document["signals"].get(family, []):
-            entry["timeout_ms"] = TIME_BUDGET_MS
+    for family, entries in document["signals"].items():
+        if issubclass(FAMILIES[family].entry, AsyncSignalEntry):
+            for entry in entries:
+                entry["timeout_ms"] = TIME_BUDGET_MS
     return Router(compile_policy(parse_config(document), Resources()))
 
 
