@@ -167,9 +167,8 @@ def default_bank() -> Bank:
     ("Write a poem about …", "Write a persuasive essay …": AdvBench's requests are written
     in that imperative, and without them the form alone reads as harm), three public
     sources that never measure the model (``eval.public.safety_training_rows``).
-    Ordinary traffic as benign:
-    the jailbreak bank's benign prompts, the domain bank's requests and the PII
-    development set's messages, heavy with names, numbers and keys.
+    Ordinary traffic as benign: the jailbreak bank's benign prompts, the domain bank's
+    requests and the PII development set's messages, heavy with names, numbers and keys.
     """
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
 
