@@ -323,6 +323,16 @@ def test_a_short_text_is_read_as_english_only_without_another_languages_words(
         # a country is a place in any language; a given name that is one stays a name
         ("Who's coming to Cyprus (Greek) with me?", []),
         ("Jordan booked the flight to Denmark for Alemania's team.", ["Jordan"]),
+        # a given name that ends a place's name, or that a word places ("in", "from"); a
+        # street's abbreviation with its dot or without
+        ("From: 600 S Rowan Ave, Los Angeles, CA 90023, United States", []),
+        ("A sample of 60 tourists in Orlando spent an average of $2,830 in a week.", []),
+        ("Ella Watson St. 5 is the return address.", []),
+        # where nothing places it, a name the model reads as a place stays a name
+        ("Katrín spent a year at the bank before she left.", ["Katrín"]),
+        # the English model's "names" in another script are its guesses: Russian nouns
+        ("sheet['A1'] = 'Отчет по работе'\nmsg['Subject'] = 'Отчет по работе'", []),
+        ("Действие происходит во вселенной SCP, в камере Фонда SCP.", []),
     ],
 )
 def test_places_and_companies_named_after_people_are_not_people(

@@ -65,6 +65,14 @@ def test_a_greeting_title_or_introduction_names_a_person(text: str, names: list[
         ('An earlier song, "Carry Me Back To Brazil," was sung by her.', []),
         ("Five Songs You Secretly Love", []),
         ("Please ask Carry to call me back.", ["Carry"]),
+        # one of the commonest English words opening a sentence, a comment or a list
+        # item is the word; a country is a country unless a surname follows
+        ("A modern aesthetic. Add in a garden and a pool.", []),
+        ("    # Add the start and end indices\n    idx = idx + 1", []),
+        ("- Reason for the change: speed", []),
+        ("Name the top cities in France that should not be missed.", []),
+        # a given name opening a sentence before a lower-case word, in any script
+        ("Тимур и Анна пришли домой.", ["Тимур", "Анна"]),
     ],
 )
 def test_the_gazetteer_reads_names_and_leaves_words_that_are_also_names(

@@ -45,6 +45,11 @@ _LABELS = {"PERSON": FindingType.PERSON, "PER": FindingType.PERSON, "ORG": Findi
 # in upper case and no character that names never hold
 _NOT_A_NAME = re.compile(r"[_@#/\\=<>{}()\[\]|0-9]")
 _ACRONYM = re.compile(r"[A-Z]{2,4}s?")
+# a letter of the Latin script: the English model reads names written in it
+_LATIN = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+# the model's places (``_in_a_place``)
+_PLACES = frozenset({"GPE", "LOC", "FAC"})
+_LOCATIVE = re.compile(r"(?i:\b(?:in|from|near|across|around|throughout|outside)\s+)$")
 # words that introduce a person's name in almost any message: a title, a greeting, a
 # sign-off, "my name is"; the capitalised words after them are a name whatever the model
 # read them as (its small English model often takes a foreign name for a company); the
@@ -155,7 +160,9 @@ _WORDS_TOO = frozenset((
 _GIVEN_NAMES = re.compile(r"first_(?:romanized_)?names(?:_(?!pairs)[a-z]+)*")
 _SURNAMES = re.compile(r"(?:[a-z]+_)?last_(?:romanized_)?names(?:_(?!without)[a-z]+)*")
 _WORD = re.compile(r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*")
-_FOLLOWS_A_NAME = re.compile(r" [a-z]|:|’s\b|'s\b")  # "Ella lives …", "Jiří: …", "Kuba's"
+# "Ella lives …", "Тимур и Анна …", "Jiří: …", "Kuba's": a lower-case word of any script
+# (a letter after the space; that it is in lower case is checked where this is used)
+_FOLLOWS_A_NAME = re.compile(r" (?=[^\W\d_])|:|[’']s\b")
 
 
 @dataclass(frozen=True)
@@ -171,20 +178,27 @@ class Gazetteer:
     #: "Georgia" or "Holland")
     countries: frozenset[str] = frozenset()
     #: given names that are also the English name of a language ("French", "German"), a
-    #: month's or a weekday's name ("Juni", "Mart", "Abril") or a city's ("Valencia",
-    #: "Roma", "Bristol") in Faker's locales: like ``_WORDS_TOO``, a name only before a
-    #: known surname ("Translate this to French: …", "Dawn French")
+    #: month's or a weekday's name ("Juni", "Mart", "Abril"), a city's ("Valencia",
+    #: "Roma", "Bristol") or a country's ("France") in Faker's locales: like
+    #: ``_WORDS_TOO``, a name only before a known surname ("Translate this to French: …",
+    #: "Dawn French")
     not_alone: frozenset[str] = frozenset()
     #: each language's function words (spaCy's stop-word lists), by ISO 639-1 code: in a
     #: sentence of that language they are words, not names ("Les extensions …", "Esa
     #: página …", "Ella llegó …"), though elsewhere they are names (Les, Esa, Ella)
     function_words: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)
+    #: given names that are among the commonest English words (Faker's English lorem list:
+    #: "Add", "Case", "Line", "Reason"): opening a sentence or a line, where a capital is
+    #: spelling's, they are the word ("Add the start and end indices"); inside a sentence,
+    #: where it is not, still a name ("Please ask Carry to call me back")
+    words: frozenset[str] = frozenset()
 
     @classmethod
     def load(cls) -> Gazetteer:
         import faker.providers.address as addresses
         import faker.providers.date_time as dates
         import faker.providers.person as people
+        from faker.providers.lorem.en_US import Provider as Lorem
         from faker.providers.person.en import Provider as English
         from spacy.lang.en.stop_words import STOP_WORDS
 
@@ -211,6 +225,7 @@ class Gazetteer:
                 words.update(_strings(list(names.values()) if isinstance(names, dict) else names))
         # English's own, which Faker's locales do not list ("Sunday" is a given name too)
         words.update(name for name in (*calendar.day_name, *calendar.month_name) if name)
+        words.update(countries)  # "France", "Chad": a country before they are a given name
         stop = {word.title() for word in STOP_WORDS}
         return cls(
             frozenset(given - stop),
@@ -218,6 +233,7 @@ class Gazetteer:
             frozenset(countries - given - surnames),
             frozenset(words) & frozenset(given),
             _function_words(),
+            frozenset(word.title() for word in Lorem.word_list) & frozenset(given),
         )
 
     def names(self, text: str, language: Language | None = None) -> list[tuple[int, int]]:
@@ -225,7 +241,8 @@ class Gazetteer:
         surname or another given name, with the particles between them ("Maika van de
         Noort"); a given name alone inside a sentence (not one of ``_WORDS_TOO``,
         ``not_alone`` or the cue words); a given name alone opening a sentence when a
-        lower-case word, a colon or a possessive follows ("Ella lives …", "Jiří: …").
+        lower-case word, a colon or a possessive follows ("Ella lives …", "Jiří: …") and
+        it is not one of the commonest English words (``words``: "Add in a garden").
 
         With ``language``, a sentence in another language than English is read by its own
         rules, since the English model does not read it: a given name followed by any
@@ -284,7 +301,14 @@ class Gazetteer:
                 word not in _WORDS_TOO
                 and word not in self.not_alone
                 and word not in _CUE_WORDS
-                and (not _opens_a_sentence(text, start) or _FOLLOWS_A_NAME.match(text, end))
+                and (
+                    not _opens_a_sentence(text, start)
+                    or (
+                        _FOLLOWS_A_NAME.match(text, end)
+                        and (text[end] != " " or text[end + 1].islower())
+                        and word not in self.words
+                    )
+                )
                 and word.lower() not in self.function_words.get(foreign(start) or "", ())
                 and not _in_a_title(text, words, index)
             ):
@@ -517,9 +541,10 @@ def _in_a_title(text: str, words: list[tuple[int, int, str]], index: int) -> boo
 
 
 def _opens_a_sentence(text: str, start: int) -> bool:
-    """Whether the word at ``start`` opens the text, a sentence, a line or a quotation."""
+    """Whether the word at ``start`` opens the text, a sentence, a line, a quotation, or
+    a comment or list item at the start of a line (``# Add …``, ``- Add …``)."""
     index = start - 1
-    while index >= 0 and text[index] in ' \t"“(':
+    while index >= 0 and text[index] in ' \t"“(#/*->•':
         index -= 1
     return index < 0 or text[index] in ".!?:\n"
 
@@ -598,6 +623,7 @@ class EntityModel:
         with self.lock:  # the signals' thread, redaction and the replay recorder share it
             docs = list(self.nlp.pipe(texts[index][start:end] for index, _, start, end in runs))
         found: list[list[Finding]] = [[] for _ in texts]
+        places: list[list[tuple[int, int]]] = [[] for _ in texts]  # the model's, by text
         cued_by_piece: dict[tuple[int, int], list[tuple[int, int]]] = {}
         for index, (offset, until) in spans:
             piece = texts[index][offset:until]
@@ -616,9 +642,11 @@ class EntityModel:
         for (index, at, offset, _), doc in zip(runs, docs, strict=True):
             cued = [(s - offset, e - offset) for s, e in cued_by_piece[index, at]]
             for entity in doc.ents:
+                if entity.label_ in _PLACES:
+                    places[index].append((offset + entity.start_char, offset + entity.end_char))
                 kind = _LABELS.get(entity.label_)
-                if kind is None or not _plausible(entity.text):
-                    continue
+                if kind is None or not _plausible(entity.text) or not _LATIN.search(entity.text):
+                    continue  # an English model's name in another script is a guess
                 if any(s <= entity.start_char < e for s, e in cued):
                     kind = FindingType.PERSON  # "Dear Roelien": a person, not a company
                 confidence = 0.8 if len(entity) > 1 else 0.6
@@ -638,6 +666,7 @@ class EntityModel:
                     _a_place_or_company(text, finding.start, finding.end)
                     or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
                     or (finding.detail != "cue" and self._a_technology(text, finding))
+                    or (finding.detail == "gazetteer" and _in_a_place(text, finding, places[index]))
                 )
             ]
         return found
@@ -734,10 +763,11 @@ def name_runs(text: str) -> list[tuple[int, int]]:
 
 # A street word or a company's legal form: the words that end a place's or a company's
 # name, not a person's ("Watson Street", "György út", "John Wiley & Sons Inc.")
+# (an abbreviation with its dot or without: "Rowan Ave, Los Angeles", "Watson St. 5")
 _PLACE_OR_COMPANY_WORD = (
-    r"(?:(?i:street|st\.|road|rd\.|avenue|ave\.|lane|boulevard|blvd\.?|drive|square|"
-    r"út|utca|rue|straße|strasse|str\.|vej|veien|vegen|gata|gatan|gade|calle|avenida|rua)"
-    r"|Inc|Ltd|LLC|Corp|Co|GmbH|AG|SA|plc|Associates|Group|Holdings|Partners|Sons)\b"
+    r"(?:(?i:street|st|road|rd|avenue|ave|lane|boulevard|blvd|drive|square|"
+    r"út|utca|rue|straße|strasse|str|vej|veien|vegen|gata|gatan|gade|calle|avenida|rua)\b\.?"
+    r"|(?:Inc|Ltd|LLC|Corp|Co|GmbH|AG|SA|plc|Associates|Group|Holdings|Partners|Sons)\b)"
 )
 # after the name, on its line: a house number at once ("Nesvegi 71"), or such a word up
 # to three capitalised words on ("Marlin Alter And Associates")
@@ -762,6 +792,20 @@ def _a_place_or_company(text: str, start: int, end: int) -> bool:
         _PLACE_OR_COMPANY_AFTER.match(text, end) is not None
         or _ENDS_LIKE_A_PLACE.search(text[start:end]) is not None
         or _PLACE_BEFORE.search(text[max(0, start - _CONTEXT) : start]) is not None
+    )
+
+
+def _in_a_place(text: str, finding: Finding, places: list[tuple[int, int]]) -> bool:
+    """Whether a given name the lists found is part of a place the model found: the end of
+    a longer place's name ("Los Angeles", "Lake Louise"), or a place by itself after a word
+    that places it ("in Orlando", "from Denver"). The model's place alone is not enough: it
+    reads many a foreign name as one ("Katrín spent a year …", "add Ægir Skaftason as
+    guardian")."""
+    return any(
+        start <= finding.start
+        and finding.end <= end
+        and (start < finding.start or _LOCATIVE.search(text, max(0, start - 20), start))
+        for start, end in places
     )
 
 
