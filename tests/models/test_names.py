@@ -330,6 +330,11 @@ def test_a_short_text_is_read_as_english_only_without_another_languages_words(
         ("Ella Watson St. 5 is the return address.", []),
         # where nothing places it, a name the model reads as a place stays a name
         ("Katrín spent a year at the bank before she left.", ["Katrín"]),
+        # one word after "a" or "an" is a thing named after a person, unless the lists
+        # hold it as a given name
+        ("What's the difference between a Roth and a traditional 401k?", []),
+        ("I bought a Picasso at the auction.", []),
+        ("There is a Maria in accounting who can help.", ["Maria"]),
         # the English model's "names" in another script are its guesses: Russian nouns
         ("sheet['A1'] = 'Отчет по работе'\nmsg['Subject'] = 'Отчет по работе'", []),
         ("Действие происходит во вселенной SCP, в камере Фонда SCP.", []),

@@ -47,6 +47,9 @@ _NOT_A_NAME = re.compile(r"[_@#/\\=<>{}()\[\]|0-9]")
 _ACRONYM = re.compile(r"[A-Z]{2,4}s?")
 # a letter of the Latin script: the English model reads names written in it
 _LATIN = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+# one word the model reads as a person after an English indefinite article is a thing
+# named after one ("a Roth IRA", "is a Roth conversion worth it", "a Picasso")
+_AN_EPONYM = re.compile(r"\b(?i:an?)[ \t]+$")
 # the model's places (``_in_a_place``)
 _PLACES = frozenset({"GPE", "LOC", "FAC"})
 _LOCATIVE = re.compile(r"(?i:\b(?:in|from|near|across|around|throughout|outside)\s+)$")
@@ -655,6 +658,13 @@ class EntityModel:
                 start, end = offset + entity.start_char, offset + entity.end_char
                 if entity.text.endswith(("'s", "’s")):
                     end -= 2  # "Maria Gonzalez's refund": the name, not its possessive
+                if (
+                    kind is FindingType.PERSON
+                    and len(entity) == 1
+                    and _AN_EPONYM.search(texts[index], max(0, start - 8), start)
+                    and not any(s <= entity.start_char < e for s, e in cued)
+                ):
+                    continue
                 found[index].append(Finding(kind, start, end, confidence, "ner"))
         countries = self.gazetteer.countries if self.gazetteer is not None else frozenset()
         for index, text in enumerate(texts):
