@@ -585,6 +585,14 @@ def test_pii_counts_types_without_values(router: Router) -> None:
         ("Could you recommend a good book about the history of Rome?", True, False),
         ("Kannst du mir ein gutes Buch über die Geschichte Roms empfehlen?", False, True),
         ("¿Puedes recomendarme un buen libro sobre la historia de Roma?", False, True),
+        # another script: its languages share the detector's confidence (Russian 0.64,
+        # the rest Ukrainian), and together they are not English
+        ("Как приготовить борщ?", False, True),
+        # a script none of `text.languages` writes (Thai) is none of them
+        ("เขียนกลอนสองบทเกี่ยวกับทะเล", False, True),
+        # a word or two in the Latin script is too short to be another language
+        ("ok", False, False),
+        ("go on", False, False),
     ],
 )
 def test_language(router: Router, prompt: str, english: bool, foreign: bool) -> None:

@@ -15,10 +15,20 @@ costs memory, so the list is explicit). The value names the detected language an
 confidence. With ``mode: any_of`` (the default) the signal matches when that language is
 one of ``languages``; with ``none_of``, when it is none of them. Either way the detector
 must be at least ``min_confidence`` sure, so a short, ambiguous prompt matches neither.
+
+How sure is read two ways, by the script the text is written in. In the Latin script a
+short text's confidence is spread over the languages that share its words ("ok": Polish
+0.30, English 0.08; "go on": Spanish 0.14), so the likeliest language must be sure by
+itself. In another script the few languages that write it share the confidence among
+them ("Как приготовить борщ?": Russian 0.64, the rest Ukrainian), and no Latin-script
+language is among them, so the languages listed are summed: that text is not English at
+0.99, which the likeliest language alone (0.64) did not show; and a script none of
+``text.languages`` writes (Thai when it is not listed) is none of them for certain.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -30,6 +40,15 @@ from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
 
 #: what the language detector reads: enough for its accuracy, and its time grows with it
 LANGUAGE_SAMPLE_CHARS = 2_000
+_LETTER = re.compile(r"[^\W\d_]")
+_LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+
+
+def in_latin_script(text: str) -> bool:
+    """Whether at least half of ``text``'s letters are Latin ones (true of a text without
+    letters)."""
+    letters = len(_LETTER.findall(text))
+    return 2 * len(_LATIN_LETTER.findall(text)) >= letters
 
 
 class LanguageEntry(AsyncSignalEntry):
@@ -62,11 +81,18 @@ class LanguageDetector:
         )
 
     def detect(self, text: str) -> tuple[str | None, float]:
+        confidences = self.confidences(text)
+        return next(iter(confidences.items()), (None, 0.0))
+
+    def confidences(self, text: str) -> dict[str, float]:
+        """Each language's confidence (they sum to 1), the likeliest first; empty where
+        the text shows none of them."""
         values = self._detector.compute_language_confidence_values(text)
-        if not values or values[0].value <= 0:
-            return None, 0.0
-        best = values[0]
-        return best.language.iso_code_639_1.name.lower(), float(best.value)
+        return {
+            value.language.iso_code_639_1.name.lower(): float(value.value)
+            for value in values
+            if value.value > 0
+        }
 
 
 class LanguageSignal(AsyncSignal):
@@ -89,16 +115,24 @@ class LanguageSignal(AsyncSignal):
         # a language shows in its first few sentences; lingua's time grows with the text
         text = "\n".join(reading.texts)[:LANGUAGE_SAMPLE_CHARS]
 
-        async def compute() -> tuple[str | None, float]:
-            return await run_cpu(self.detector.detect, text, owner=evaluation)
+        async def compute() -> tuple[dict[str, float], bool]:
+            confidences = await run_cpu(self.detector.confidences, text, owner=evaluation)
+            return confidences, in_latin_script(text)
 
-        language, confidence = await evaluation.once(("language", self.scope), compute)
+        confidences, latin = await evaluation.once(("language", self.scope), compute)
+        language, confidence = next(iter(confidences.items()), (None, 0.0))
         value = {"language": language, "confidence": round(confidence, 3), **reading.report}
-        if language is None:
-            return Outcome(False, 0.0, value)
-        listed = language in self.languages
-        matched = listed == self.wanted and confidence >= self.min_confidence
-        return Outcome(matched, confidence if listed == self.wanted else 1 - confidence, value)
+        if latin:  # the likeliest language, sure by itself
+            if language is None:
+                return Outcome(False, 0.0, value)
+            listed = language in self.languages
+            matched = listed == self.wanted and confidence >= self.min_confidence
+            return Outcome(matched, confidence if listed == self.wanted else 1 - confidence, value)
+        # the languages listed, summed; none of them where the detector knows none of the
+        # script's languages (Thai, Hebrew, Greek without `el` in `text.languages`)
+        among = sum(confidences.get(code, 0.0) for code in self.languages)
+        sure = among if self.wanted else 1 - among
+        return Outcome(sure >= self.min_confidence, sure, value)
 
 
 def language_detector(resources: Resources) -> LanguageDetector:
