@@ -46,7 +46,8 @@ _LABELS = {"PERSON": FindingType.PERSON, "PER": FindingType.PERSON, "ORG": Findi
 _NOT_A_NAME = re.compile(r"[_@#/\\=<>{}()\[\]|0-9]")
 _ACRONYM = re.compile(r"[A-Z]{2,4}s?")
 # a letter of the Latin script: the English model reads names written in it
-_LATIN = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+_LETTER = re.compile(r"[^\W\d_]")
 # one word the model reads as a person after an English indefinite article is a thing
 # named after one ("a Roth IRA", "is a Roth conversion worth it", "a Picasso")
 _AN_EPONYM = re.compile(r"\b(?i:an?)[ \t]+$")
@@ -543,6 +544,14 @@ def _in_a_title(text: str, words: list[tuple[int, int, str]], index: int) -> boo
     )
 
 
+def in_latin_script(text: str) -> bool:
+    """Whether at least half of ``text``'s letters are Latin ones (true of a text without
+    letters): the ``language`` signal reads a text in another script differently."""
+    if text.isascii():
+        return True
+    return 2 * len(LATIN_LETTER.findall(text)) >= len(_LETTER.findall(text))
+
+
 def _opens_a_sentence(text: str, start: int) -> bool:
     """Whether the word at ``start`` opens the text, a sentence, a line, a quotation, or
     a comment or list item at the start of a line (``# Add …``, ``- Add …``)."""
@@ -648,7 +657,11 @@ class EntityModel:
                 if entity.label_ in _PLACES:
                     places[index].append((offset + entity.start_char, offset + entity.end_char))
                 kind = _LABELS.get(entity.label_)
-                if kind is None or not _plausible(entity.text) or not _LATIN.search(entity.text):
+                if (
+                    kind is None
+                    or not _plausible(entity.text)
+                    or not LATIN_LETTER.search(entity.text)
+                ):
                     continue  # an English model's name in another script is a guess
                 if any(s <= entity.start_char < e for s, e in cued):
                     kind = FindingType.PERSON  # "Dear Roelien": a person, not a company

@@ -28,27 +28,18 @@ language is among them, so the languages listed are summed: that text is not Eng
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from vsr_extproc.core.reading import ReadingBudget
 from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
+from vsr_extproc.runtime.entities import in_latin_script
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
 from vsr_extproc.signals.texts import TextScope, reading_budget, scoped_reading
 
 #: what the language detector reads: enough for its accuracy, and its time grows with it
 LANGUAGE_SAMPLE_CHARS = 2_000
-_LETTER = re.compile(r"[^\W\d_]")
-_LATIN_LETTER = re.compile("[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
-
-
-def in_latin_script(text: str) -> bool:
-    """Whether at least half of ``text``'s letters are Latin ones (true of a text without
-    letters)."""
-    letters = len(_LETTER.findall(text))
-    return 2 * len(_LATIN_LETTER.findall(text)) >= letters
 
 
 class LanguageEntry(AsyncSignalEntry):
