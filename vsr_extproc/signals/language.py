@@ -75,6 +75,10 @@ class LanguageDetector:
         confidences = self.confidences(text)
         return next(iter(confidences.items()), (None, 0.0))
 
+    def read(self, text: str) -> tuple[dict[str, float], bool]:
+        """``confidences`` of ``text``, and whether it is written in the Latin script."""
+        return self.confidences(text), in_latin_script(text)
+
     def confidences(self, text: str) -> dict[str, float]:
         """Each language's confidence (they sum to 1), the likeliest first; empty where
         the text shows none of them."""
@@ -107,8 +111,7 @@ class LanguageSignal(AsyncSignal):
         text = "\n".join(reading.texts)[:LANGUAGE_SAMPLE_CHARS]
 
         async def compute() -> tuple[dict[str, float], bool]:
-            confidences = await run_cpu(self.detector.confidences, text, owner=evaluation)
-            return confidences, in_latin_script(text)
+            return await run_cpu(self.detector.read, text, owner=evaluation)
 
         confidences, latin = await evaluation.once(("language", self.scope), compute)
         language, confidence = next(iter(confidences.items()), (None, 0.0))
