@@ -124,6 +124,37 @@ def test_card_lookalikes(text: str) -> None:
     assert found(text, T.CARD) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("Card ending 4242, exp 09/27, CVV 123 — is it safe to e-mail this to a hotel?", "123"),
+        ("My CVV is 555 and it expires 01/30.", "555"),
+        ("cvc: 4821", "4821"),
+        ("CVV2 code 1234.", "1234"),
+        ("my card's security code is 307", "307"),
+    ],
+)
+def test_a_cards_security_code_beside_its_label_is_card_data(text: str, code: str) -> None:
+    finding = one(text, T.CARD)
+    assert text[finding.start : finding.end] == code
+    assert finding.detail == "security_code"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is a CVV, and why do shops ask for it?",
+        "The CVV field accepts 3 or 4 digits.",
+        "cvv 12345 is not a security code",
+        "CSC 2024 annual report",  # an acronym of other things
+        "the alarm's security code is 307",  # not a card's: a PIN, the secret detector's
+        "CVV 1.5 release notes",
+    ],
+)
+def test_a_security_code_needs_a_cards_label_and_three_or_four_digits(text: str) -> None:
+    assert [f for f in find_pii(text) if f.type == T.CARD] == []
+
+
 def test_luhn_valid_number_without_known_issuer_has_low_confidence() -> None:
     finding = one(f"ref {with_luhn('990000000000000')}", T.CARD)
     assert finding.detail == "unknown"

@@ -260,6 +260,14 @@ def _with_confidence(finding: Finding, confidence: float) -> Finding:
 # 12 to 19 digits, optionally in groups separated by single spaces or dashes.
 _CARD = re.compile(r"\d(?<![\w.,+\-]\d)(?:[ \-]?\d){11,18}(?!\w|[.,\-]\d)")
 _CARD_SEPARATOR = re.compile(r"[ \-]")
+# a card's security code beside its label ("CVV 123", "CVC: 4821", "my card's security
+# code is 307"): three or four digits that card-data rules forbid storing or passing on.
+# Not CID, CSC or a bare "security code", which name other things too
+_SECURITY_CODE = re.compile(
+    r"(?i:\b(?:cvv2?|cvc2?|card(?:'s)? (?:security|verification) (?:code|value))\b"
+    r"(?:\s+(?:code|number|no\.?))?(?:\s*[:=#]\s*|\s+(?:is|was)\s+|\s+))"
+    r"(\d{3,4})(?![\w.,/\-]?\d)"
+)
 
 
 def luhn_valid(digits: str) -> bool:
@@ -313,7 +321,8 @@ def _card_grouping_plausible(candidate: str) -> bool:
 
 
 def find_cards(text: str) -> list[Finding]:
-    """Payment card numbers that pass Luhn; ``detail`` is the network or "unknown"."""
+    """Payment card numbers that pass Luhn (``detail``: the network or "unknown"), and a
+    card's security code written beside its label (``detail``: "security_code")."""
     found: list[Finding] = []
     for match in _CARD.finditer(text):
         candidate = match.group()
@@ -329,6 +338,8 @@ def find_cards(text: str) -> list[Finding]:
             found.append(Finding(FindingType.CARD, *match.span(), confidence, issuer[0]))
         elif len(digits) >= 13:
             found.append(Finding(FindingType.CARD, *match.span(), 0.5, "unknown"))
+    for match in _SECURITY_CODE.finditer(text):
+        found.append(Finding(FindingType.CARD, *match.span(1), 0.9, "security_code"))
     return found
 
 
