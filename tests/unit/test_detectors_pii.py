@@ -147,7 +147,7 @@ def test_a_cards_security_code_beside_its_label_is_card_data(text: str, code: st
         "The CVV field accepts 3 or 4 digits.",
         "cvv 12345 is not a security code",
         "CSC 2024 annual report",  # an acronym of other things
-        "the alarm's security code is 307",  # not a card's: a PIN, the secret detector's
+        "the alarm's security code is 307",  # not a card's
         "CVV 1.5 release notes",
     ],
 )
