@@ -1,14 +1,14 @@
 """Pure-Python detectors of personal data, secrets and source code in text.
 
 They read prompt text and OCR text of images; they import nothing heavier than the
-``phonenumbers`` library (no torch, no gRPC, nothing else of the router), so the signals
-that use them stay testable in ``tests/unit``.
+``phonenumbers`` and ``python-stdnum`` libraries (no torch, no gRPC, nothing else of the
+router), so the signals that use them stay testable in ``tests/unit``.
 
 Types:
 
-    FindingType   what was found: email, phone, card, iban, ssn, passport, mrz, ip_address,
-                  date_of_birth, secret, address; person and organization (found only by
-                  a named-entity model, ``runtime.entities``)
+    FindingType   what was found: email, phone, card, iban, ssn, national_id, passport, mrz,
+                  ip_address, date_of_birth, secret, address; person and organization
+                  (found only by a named-entity model, ``runtime.entities``)
     Finding       one span of the scanned text: type, start, end, confidence, detail (a
                   non-sensitive sub-kind such as "visa" or "DE" — never the value)
     Detector      the protocol of a detector: text → list[Finding]

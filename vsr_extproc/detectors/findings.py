@@ -28,6 +28,7 @@ class FindingType(StrEnum):
     CARD = "card"
     IBAN = "iban"
     SSN = "ssn"
+    NATIONAL_ID = "national_id"  # a national identity number of another country
     PASSPORT = "passport"
     MRZ = "mrz"
     IP_ADDRESS = "ip_address"
@@ -86,6 +87,7 @@ _TIERS = {
     FindingType.CARD: 1,
     FindingType.IBAN: 1,
     FindingType.SSN: 1,
+    FindingType.NATIONAL_ID: 1,
     FindingType.EMAIL: 1,
     FindingType.PASSPORT: 0,
     FindingType.DATE_OF_BIRTH: 0,
@@ -108,6 +110,7 @@ _PRECEDENCE = {
                 FindingType.CARD,
                 FindingType.IBAN,
                 FindingType.SSN,
+                FindingType.NATIONAL_ID,
                 FindingType.EMAIL,
                 FindingType.PASSPORT,
                 FindingType.DATE_OF_BIRTH,

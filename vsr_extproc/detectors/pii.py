@@ -1,11 +1,13 @@
-"""Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, IP addresses,
-dates of birth and passport numbers, plus the MRZ and secret detectors of this package.
+"""Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, other
+countries' national identity numbers (``national_ids``), IP addresses, dates of birth and
+passport numbers, plus the MRZ and secret detectors of this package.
 
 Every detector is a pure function from text to ``Finding``s. Numbers that carry a checksum
-(cards: Luhn, IBANs: mod 97, MRZ: ICAO 9303) are only reported when it holds; values without
-one (dates of birth, passport numbers, bare 9-digit SSNs) are only reported next to words that
-say what they are. ``find_pii`` runs the requested detectors and settles overlaps with
-``resolve_overlaps``, so a card number is never also reported as a phone number.
+(cards: Luhn, IBANs: mod 97, MRZ: ICAO 9303, national identity numbers: their own) are only
+reported when it holds; values without one (dates of birth, passport numbers, bare 9-digit
+SSNs) are only reported next to words that say what they are. ``find_pii`` runs the requested
+detectors and settles overlaps with ``resolve_overlaps``, so a card number is never also
+reported as a phone number.
 
 All patterns are compiled at import, have no ambiguous nested repetition (so no
 catastrophic backtracking), and start with a literal or a digit or are gated by a substring
@@ -24,6 +26,7 @@ import phonenumbers
 
 from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.mrz import mrz_findings
+from vsr_extproc.detectors.national_ids import find_national_ids
 from vsr_extproc.detectors.prose import find_prose_secrets
 from vsr_extproc.detectors.secrets import find_secrets
 
@@ -795,6 +798,7 @@ _DETECTORS: dict[FindingType, Detector] = {
     FindingType.CARD: find_cards,
     FindingType.IBAN: find_ibans,
     FindingType.SSN: find_ssns,
+    FindingType.NATIONAL_ID: find_national_ids,
     FindingType.PASSPORT: find_passport_numbers,
     FindingType.MRZ: mrz_findings,
     FindingType.IP_ADDRESS: find_ip_addresses,

@@ -31,6 +31,7 @@ PLACEHOLDER_LABELS: dict[FindingType, str] = {
     FindingType.CARD: "CARD",
     FindingType.IBAN: "IBAN",
     FindingType.SSN: "SSN",
+    FindingType.NATIONAL_ID: "NATIONAL_ID",
     FindingType.PASSPORT: "PASSPORT",
     FindingType.MRZ: "MRZ",
     FindingType.IP_ADDRESS: "IP",
@@ -46,7 +47,14 @@ _WHITESPACE = re.compile(r"\s+")
 # Types whose values people write with varying separators: "4111 1111 1111 1111" and
 # "4111111111111111" are one card.
 _SEPARATOR_FREE = frozenset(
-    {FindingType.PHONE, FindingType.CARD, FindingType.IBAN, FindingType.SSN, FindingType.PASSPORT}
+    {
+        FindingType.PHONE,
+        FindingType.CARD,
+        FindingType.IBAN,
+        FindingType.SSN,
+        FindingType.NATIONAL_ID,
+        FindingType.PASSPORT,
+    }
 )
 
 

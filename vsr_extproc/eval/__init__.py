@@ -7,7 +7,8 @@
 * ``pii``: per-type precision and recall on ``pii.jsonl`` (generated for this project); a
   finding counts when its type matches a labelled span and they overlap by at least half
   of their union. Beside it, passwords and PINs told in sentences (``eval.credentials``,
-  one frozen split).
+  one frozen split), and national identity numbers in messages (``eval.national_ids``, one
+  frozen split).
 * ``names``: person, organisation and address spans in presidio-evaluator's support,
   banking and HR templates filled with its fake identities (``eval.public.names_rows``, one
   frozen split by template): per-type precision and recall (a finding counts when it
@@ -703,9 +704,11 @@ def run(
         rows = read_jsonl(data or DATA / f"{task}.jsonl")
     if task == "pii":
         from vsr_extproc.eval.credentials import evaluate_credentials
+        from vsr_extproc.eval.national_ids import evaluate_national_ids
 
         report = evaluate_pii(rows)
         report["credentials_in_sentences"] = evaluate_credentials(split)
+        report["national_ids"] = evaluate_national_ids(split)
         return report
     models = load_models(config, precision, runtime)
     if task == "safety":
@@ -811,6 +814,14 @@ def summary(report: dict[str, Any]) -> str:
                 f"{told['texts_without_a_credential']['total']}; other findings in texts "
                 f"with one {told['other_findings_in_texts_with_one']}"
             )
+            ids = report["national_ids"]
+            lines.append(
+                f"national identity numbers (split {ids['split']}): {ids['found']}/"
+                f"{ids['total']} found ({ids['right_kind']} given the right kind); messages "
+                f"holding another number flagged {ids['texts_without_one']['flagged']}/"
+                f"{ids['texts_without_one']['total']}"
+            )
+            lines.append("  " + ", ".join(f"{k} {v}" for k, v in ids["per_kind"].items()))
     else:
         where = f"split {report['split']}" if "split" in report else "a JSON Lines file"
         positives = "unsafe requests" if task == "safety" else "attacks"

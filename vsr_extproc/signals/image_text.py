@@ -336,6 +336,7 @@ _IDENTIFYING = frozenset(
         FindingType.DATE_OF_BIRTH,
         FindingType.PASSPORT,
         FindingType.SSN,
+        FindingType.NATIONAL_ID,
         FindingType.IBAN,
         FindingType.CARD,
         FindingType.MRZ,

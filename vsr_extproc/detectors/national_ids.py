@@ -1,0 +1,390 @@
+"""National identity numbers of 24 countries, validated by their check digits.
+
+A Spanish DNI (``12345678Z``), an Italian *codice fiscale*, a French NIR, a Dutch BSN, a
+Polish PESEL, a Brazilian CPF … are the identifiers people paste into support messages and
+forms beside their name. Each kind here has its written form (the separators people use),
+the names it goes by (python-stdnum's description of it, and its official names in its
+languages and in English; an abbreviation also with dots, ``D.N.I.``, and in any case
+unless it is also a word: ``SIN``, ``NIE``), and a validator from python-stdnum (check
+digits, and the date or region fields the number encodes). A number is reported only when
+its validator accepts it, and:
+
+* named: a kind's name ("DNI", "PESEL", "codice fiscale", "henkilötunnukseni") or a name of
+  identity numbers in general ("national ID", "identity card number", "personal
+  identification number", "social security number", "tax ID") starts at most 100
+  characters before it (the nearest valid number after the name is the one it names: a
+  sentence may go on before giving it), or ends at most 48 characters after it
+  ("12345678Z (DNI)"): confidence 0.9;
+* or alone, for the few forms no other number takes: a *codice fiscale* or a CURP (16 and
+  18 characters of letters and digits in a fixed order, with a check letter), a Swiss AHV
+  number as written (``756.1234.5678.97``, an EAN-13 check), a CPF or a Chilean RUT with
+  its dots and dash (``123.456.789-09``, two check digits; ``12.345.678-5``), a Spanish NIE
+  (``X1234567L``): confidence 0.8.
+
+Most kinds are 9 to 13 bare digits, and one random number of their length in 10 to 800
+passes their check (measured with stdnum on 100,000 of each: a BSN, a SIN, an OIB, a RUT
+one in 10 or 11; a PESEL one in 53; a Norwegian number one in 833). Without its name such
+a number is an order, an account or a phone number as likely as an identity, so it is
+never reported alone; and a general name right after an identifier's word ("order ID
+number", "customer ID") names that identifier, not an identity. A name may not continue a
+word of the Latin script; in Thai, written without spaces between words, it may stand
+inside one. The US SSN has its own detector (``pii.find_ssns``).
+
+Cost: the names and the numbers are looked for only around runs of seven digits, the one
+scan of the whole text (about 8 ns a character).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+
+from vsr_extproc.detectors.findings import Finding, FindingType
+
+# A label's number starts within this many characters after it, or ends this many before
+# it: a sentence that names the number may go on before giving it ("my Turkish ID number
+# … they asked for 94265923280")
+_AFTER = 100
+_BEFORE = 48
+LABELLED, ALONE = 0.9, 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    name: str  # the finding's detail: ISO 3166 country and the number's short name
+    module: str  # python-stdnum's module for it
+    shape: str  # the written form, separators as people write them
+    acronyms: tuple[str, ...]  # its abbreviations, also written with dots (D.N.I.)
+    words: str  # the words that name it (a regular expression, matched case-insensitively)
+    alone: str | None = None  # a written form distinctive enough to report without a label
+
+
+# acronyms that are also words ("sin", "nas", "run", Polish "nie"): matched in capitals only
+_WORDLIKE = frozenset({"SIN", "NAS", "RUN", "NIE", "CF"})
+
+
+def _acronym(letters: str) -> str:
+    """``DNI`` as ``DNI``, ``dni``, ``D.N.I`` or ``D. N. I``; one that is also a word, in
+    capitals only."""
+    spelled = r"(?:\. ?)?".join(re.escape(letter) for letter in letters)
+    return f"(?-i:{spelled})" if letters in _WORDLIKE else spelled
+
+
+# The names come from python-stdnum's description of each number (its module's docstring:
+# "NN, NISS, RRN (Belgian national number)", "Identity Number (Mispar Zehut, מספר זהות,
+# Israeli identity number)") and from the number's official names in its languages.
+# Words that inflect (Finnish, Norwegian, Estonian, Turkish) take their endings; Hebrew's
+# article (ה) may stand before a noun.
+_KINDS = (
+    _Kind(
+        "es_dni",
+        "es.dni",
+        r"\d{8}[ -]?[A-Z]",
+        ("DNI", "NIF"),
+        r"documento nacional de identidad|n[uú]mero de identificaci[oó]n fiscal",
+    ),
+    _Kind(
+        "es_nie",
+        "es.nie",
+        r"[XYZ][ -]?\d{7}[ -]?[A-Z]",
+        ("NIE",),
+        r"n[uú]mero de identi(?:dad|ficaci[oó]n) de extranjeros?|foreigner(?:'s)? number",
+        alone=r"[XYZ]-?\d{7}-?[A-Z]",
+    ),
+    _Kind(
+        "it_cf",
+        "it.codicefiscale",
+        r"[A-Z]{6}[0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]",
+        ("CF",),
+        r"codice fiscale|tax code",
+        alone=r"[A-Z]{6}[0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]",
+    ),
+    _Kind(
+        "fr_nir",
+        "fr.nir",
+        r"[12] ?\d\d ?\d\d ?(?:\d\d|2[AB]) ?\d{3} ?\d{3} ?\d\d",
+        ("NIR", "INSEE"),
+        r"num[ée]ro (?:d.inscription au r[ée]pertoire|de s[ée]curit[ée] sociale|de s[ée]cu)"
+        r"|s[ée]cu(?:rit[ée] sociale)?|carte vitale",
+    ),
+    _Kind(
+        "nl_bsn",
+        "nl.bsn",
+        r"\d{4}\.?\d\d\.?\d{3}|\d{9}",
+        ("BSN",),
+        r"burgerservicenummer|sofi-?nummer|citizen service number",
+    ),
+    _Kind("pl_pesel", "pl.pesel", r"\d{11}", ("PESEL",), ""),
+    _Kind(
+        "se_pnr",
+        "se.personnummer",
+        r"(?:\d\d)?\d{6}[-+ ]?\d{4}",
+        (),
+        r"personnummer\w*|personal identity number",
+    ),
+    _Kind(
+        "br_cpf",
+        "br.cpf",
+        r"\d{3}\.?\d{3}\.?\d{3}-?\d\d",
+        ("CPF",),
+        r"cadastro de pessoas? f[ií]sicas?",
+        alone=r"\d{3}\.\d{3}\.\d{3}-\d\d",
+    ),
+    _Kind(
+        "fi_hetu",
+        "fi.hetu",
+        r"\d{6}[-+A-FU-Y]\d{3}[0-9A-Y]",
+        ("HETU",),
+        r"henkil[öo]tunnu(?:s|kse)\w*|personbeteckning\w*|personal identity code",
+    ),
+    _Kind(
+        "no_fnr",
+        "no.fodselsnummer",
+        r"\d{6} ?\d{5}",
+        (),
+        r"f[øo]dselsnummer\w*|personnummer\w*|birth number",
+    ),
+    _Kind(
+        "tr_tckn",
+        "tr.tckimlik",
+        r"\d{11}",
+        ("TCKN",),
+        r"(?:T\.? ?C\.? )?kimlik (?:no\b\.?|numara\w*)",
+    ),
+    _Kind(
+        "ro_cnp",
+        "ro.cnp",
+        r"\d{13}",
+        ("CNP",),
+        r"cod(?:ul)? numeric personal|personal numeric(?:al)? code|numerical personal code",
+    ),
+    _Kind(
+        "ca_sin",
+        "ca.sin",
+        r"\d{3}[ -]?\d{3}[ -]?\d{3}",
+        ("SIN", "NAS"),
+        r"social insurance number|num[ée]ro d.assurance sociale",
+    ),
+    _Kind(
+        "il_id",
+        "il.idnr",
+        r"\d{8}-?\d",
+        (),
+        r"(?:mispar|teudat) zehut|מספר ה?זהות|תעודת ה?זהות|ת\.ז\.?",
+    ),
+    _Kind(
+        "ee_ik",
+        "ee.ik",
+        r"\d{11}",
+        (),
+        r"isikukood\w*|personal identification code",
+    ),
+    _Kind("hr_oib", "hr.oib", r"\d{11}", ("OIB",), r"osobn\w+ identifikacijsk\w+ broj\w*"),
+    _Kind(
+        "be_nn",
+        "be.nn",
+        r"\d\d\.?\d\d\.?\d\d[-.]?\d{3}\.?\d\d",
+        ("RRN", "NISS", "INSZ"),
+        r"rijksregisternummer|num[ée]ro (?:national|de registre national)|national number"
+        r"|registre national",
+    ),
+    _Kind(
+        "ch_ahv",
+        "ch.ssn",
+        r"756\.?\d{4}\.?\d{4}\.?\d\d",
+        ("AHV", "AVS", "OASI"),
+        r"AHV-Nummer|num[ée]ro AVS|Sozialversicherungsnummer",
+        alone=r"756\.\d{4}\.\d{4}\.\d\d",
+    ),
+    _Kind(
+        "at_vnr",
+        "at.vnr",
+        r"\d{4} ?\d{6}",
+        ("VNR", "SVNR", "VSNR"),
+        r"(?:Sozial)?versicherungsnummer|SV-Nummer",
+    ),
+    _Kind(
+        "ar_cuit",
+        "ar.cuit",
+        r"\d\d-?\d{8}-?\d",
+        ("CUIT", "CUIL"),
+        r"c[oó]digo [uú]nico de identificaci[oó]n (?:tributaria|laboral)",
+    ),
+    _Kind(
+        "mx_curp",
+        "mx.curp",
+        r"[A-Z]{4}\d{6}[HM][A-Z]{5}[0-9A-Z]\d",
+        ("CURP",),
+        r"clave [uú]nica de registro de poblaci[oó]n",
+        alone=r"[A-Z]{4}\d{6}[HM][A-Z]{5}[0-9A-Z]\d",
+    ),
+    _Kind(
+        "gr_amka", "gr.amka", r"\d{11}", ("AMKA", "ΑΜΚΑ"), r"αριθμ\w* μητρώου κοινωνικής ασφάλισης"
+    ),
+    _Kind(
+        "th_pin",
+        "th.pin",
+        r"\d-?\d{4}-?\d{5}-?\d\d-?\d",
+        (),
+        r"Thai ID|เลขประจำตัวประชาชน|บัตรประชาชน",
+    ),
+    _Kind(
+        "cl_rut",
+        "cl.rut",
+        r"\d{1,2}\.?\d{3}\.?\d{3}-?[\dK]",
+        ("RUT", "RUN"),
+        r"rol [uú]nico (?:tributario|nacional)",
+        alone=r"\d{1,2}\.\d{3}\.\d{3}-[\dK]",
+    ),
+)
+
+# Words that name a national identity number of any kind.
+_GENERAL = (
+    r"national (?:identity|identification|ID|insurance|registration)(?: card)?"
+    r"(?: numbers?| no\.?| #| codes?)?"
+    r"|(?:identity|ID) card(?: numbers?| no\.?)?"
+    r"|(?:identity|identification) (?:numbers?|no\.?|codes?)"
+    r"|personal (?:identification |identity |ID |numeric |numerical )?(?:numbers?|codes?|no\.?)"
+    r"|citizen(?:ship)? (?:ID|(?:identification )?numbers?)|tax (?:ID|identification numbers?)"
+    r"|taxpayer (?:ID|numbers?)|ID (?:numbers?|no\.?|nr\.?|#|codes?)"
+    r"|social (?:security|insurance) (?:numbers?|no\.?|#|codes?)"
+)
+# An identifier's word right before a general label: the label names that identifier.
+_OTHER_IDENTIFIER = re.compile(
+    r"(?i)\b(?:order|invoice|tracking|customer|client|user|account|member|employee|staff"
+    r"|student|ticket|case|transaction|session|request|device|product|vendor|supplier"
+    r"|booking|patient|policy)\s*\Z"
+)
+_EDGE_BEFORE = r"(?<![0-9A-Za-z])(?<![0-9A-Za-z][.\-/])"
+_EDGE_AFTER = r"(?![0-9A-Za-z])(?![.\-/][0-9A-Za-z])"
+# a word or phrase that names a kind, or names identity numbers in general. It may not
+# continue a word of the Latin script (Thai writes no spaces between words), but a field's
+# name in code joins its words as it likes: ``national_id``, ``nationalId``, ``tcKimlikNo``,
+# ``ahvNumber`` (a capital after a small letter ends or starts a word)
+_LATIN_LETTER = "A-Za-z\u00c0-\u024f"
+_NAMES = tuple(
+    "|".join([*map(_acronym, kind.acronyms), *([kind.words] if kind.words else [])])
+    for kind in _KINDS
+)
+_CAMEL = "(?-i:(?<=[a-z])(?=[A-Z]))"
+
+
+def _joined(names: str) -> str:
+    """``names`` with each space between two words also written as ``_``, ``-`` or nothing."""
+    return names.replace(" ", "[ _-]?")
+
+
+_LABELS = re.compile(
+    # (the look-ahead for a letter first: it fails at once on digits, and a text the label
+    # scan reads is one with many digits)
+    f"(?i)(?=[^\\W\\d_])(?:(?<![{_LATIN_LETTER}])|{_CAMEL})(?:"
+    + _joined("|".join(_NAMES))
+    + f"|(?P<general>{_joined(_GENERAL)}))(?:(?![{_LATIN_LETTER}])|{_CAMEL})"
+)
+_NAMED_BY = tuple(re.compile(f"(?i:{_joined(names)})") for names in _NAMES)
+
+
+_SHAPES = tuple(re.compile(f"(?i){_EDGE_BEFORE}(?:{kind.shape}){_EDGE_AFTER}") for kind in _KINDS)
+# the forms reported alone, one group each (``a<index>``)
+_ALONE = re.compile(
+    f"(?i){_EDGE_BEFORE}(?:"
+    + "|".join(f"(?P<a{index}>{kind.alone})" for index, kind in enumerate(_KINDS) if kind.alone)
+    + f"){_EDGE_AFTER}"
+)
+# every kind's number holds seven digits or more, eight characters apart at most (a CURP's
+# six, seven letters, its check digit); numbers are searched for around these only
+_SEVEN_DIGITS = re.compile(r"\d(?:\D{0,8}\d){6}")
+_AROUND = 24  # a number reaches this far beyond its seven digits, at most
+_LABEL_REACH = _AFTER + 64  # how far before a number its label's start may be, at most
+
+
+def _validator(module: str) -> Callable[[str], bool]:
+    valid: Callable[[str], bool] = import_module(f"stdnum.{module}").is_valid
+    return valid
+
+
+_VALID = tuple(_validator(kind.module) for kind in _KINDS)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _around(
+    runs: list[tuple[int, int]], size: int, before: int, after: int
+) -> list[tuple[int, int]]:
+    """The stretches of a text of ``size`` characters from ``before`` characters before each
+    of the ``runs`` (of seven digits) to ``after`` characters after it, merged: the costly
+    scans run there only."""
+    return _merged([(max(0, start - before), min(size, end + after)) for start, end in runs])
+
+
+def find_national_ids(text: str) -> list[Finding]:
+    """National identity numbers whose check digits hold, named by a word or alone
+    (module docstring); ``detail`` is the kind (``es_dni``, ``pl_pesel`` …)."""
+    runs = [run.span() for run in _SEVEN_DIGITS.finditer(text)]
+    if not runs:
+        return []
+    found: dict[tuple[int, int], Finding] = {}
+
+    def keep(start: int, end: int, index: int, confidence: float) -> None:
+        known = found.get((start, end))
+        if known is None or known.confidence < confidence:
+            found[start, end] = Finding(
+                FindingType.NATIONAL_ID, start, end, confidence, _KINDS[index].name
+            )
+
+    for lo, hi in _around(runs, len(text), _AROUND, _AROUND):
+        for match in _ALONE.finditer(text, lo, hi):
+            index = int(str(match.lastgroup)[1:])
+            if _VALID[index](match.group()):
+                keep(match.start(), match.end(), index, ALONE)
+    # a word that names a number starts at most ``_AFTER`` characters (and the word's
+    # length) before its seven digits, or ends at most ``_BEFORE`` after them
+    for lo, hi in _around(runs, len(text), _LABEL_REACH, _BEFORE + _AROUND):
+        for label in _LABELS.finditer(text, lo, hi):
+            if label.lastgroup == "general":
+                if _OTHER_IDENTIFIER.search(text, max(0, label.start() - 24), label.start()):
+                    continue
+                kinds: range | list[int] = range(len(_KINDS))
+            else:  # a kind's own word, or a word several kinds share ("personnummer")
+                word = label.group()
+                kinds = [i for i, named in enumerate(_NAMED_BY) if named.fullmatch(word)]
+            for chosen in _named_number(text, label, kinds):
+                keep(*chosen, LABELLED)
+    return sorted(found.values(), key=lambda finding: finding.start)
+
+
+def _named_number(
+    text: str, label: re.Match[str], kinds: Sequence[int]
+) -> Iterator[tuple[int, int, int]]:
+    """(start, end, kind) of the valid number ``label`` names: after it, the nearest one
+    that starts within ``_AFTER`` characters (searched on past them: a number the window
+    would cut is not the number); before it, the one that ends nearest, within
+    ``_BEFORE``."""
+    after = (label.end(), min(len(text), label.end() + 2 * _AFTER), label.end() + _AFTER)
+    before = (max(0, label.start() - _BEFORE), label.start(), label.start())
+    for lo, hi, last_start in (after, before):
+        hits = [
+            (match.start(), match.end(), index)
+            for index in kinds
+            for match in _SHAPES[index].finditer(text, lo, hi)
+            if match.start() < last_start and _VALID[index](match.group())
+        ]
+        if hits:
+            yield min(hits) if lo == label.end() else max(hits, key=_end)
+
+
+def _end(hit: tuple[int, int, int]) -> int:
+    return hit[1]
+
+
+__all__ = ["find_national_ids"]

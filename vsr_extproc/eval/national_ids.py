@@ -1,0 +1,167 @@
+"""National identity numbers in messages (``vsr-extproc eval pii``, beside ``pii.jsonl``).
+
+``data/national_id_messages.json`` holds, per split, messages with one ``{id}`` slot
+naming (or not naming) one of the 24 kinds ``detectors.national_ids`` knows, in the kind's
+language or in English, and messages with one ``{number}`` slot where a number that is not
+an identity stands (an order, an invoice, a phone, a build). ``dev`` and ``test`` were
+written by different writers from different briefs; ``test``'s writer never saw the
+detector. Each ``{id}`` is filled ``FILLS`` times with a number Faker's providers make for
+the kind's country (an implementation independent of python-stdnum, which the detector
+validates with), as Faker writes it or without its separators; each ``{number}`` with
+a number that is not one but shares the shapes: random digits of 8–13 (some in groups),
+a phone number of one of the kinds' countries, an EAN-13, a Unix time or a date-stamped
+order number, under the split's own seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+MESSAGES = Path(__file__).resolve().parent / "data" / "national_id_messages.json"
+FILLS = 2
+_SEEDS = {"dev": 11, "test": 6151}
+# Faker's locale and provider method that make each kind's numbers
+PROVIDERS = {
+    "es_dni": ("es_ES", "nif"),
+    "es_nie": ("es_ES", "nie"),
+    "it_cf": ("it_IT", "ssn"),
+    "fr_nir": ("fr_FR", "ssn"),
+    "nl_bsn": ("nl_NL", "ssn"),
+    "pl_pesel": ("pl_PL", "ssn"),
+    "se_pnr": ("sv_SE", "ssn"),
+    "br_cpf": ("pt_BR", "cpf"),
+    "fi_hetu": ("fi_FI", "ssn"),
+    "no_fnr": ("no_NO", "ssn"),
+    "tr_tckn": ("tr_TR", "ssn"),
+    "ro_cnp": ("ro_RO", "ssn"),
+    "ca_sin": ("en_CA", "ssn"),
+    "il_id": ("he_IL", "ssn"),
+    "ee_ik": ("et_EE", "ssn"),
+    "hr_oib": ("hr_HR", "ssn"),
+    "be_nn": ("nl_BE", "ssn"),
+    "ch_ahv": ("de_CH", "ssn"),
+    "at_vnr": ("de_AT", "ssn"),
+    "ar_cuit": ("es_AR", "ssn"),
+    "mx_curp": ("es_MX", "curp"),
+    "gr_amka": ("el_GR", "ssn"),
+    "th_pin": ("th_TH", "ssn"),
+    "cl_rut": ("es_CL", "rut"),
+}
+# the separators people leave out (a Finnish number's ``-``/``A``/``+`` is its century)
+_SEPARATORS = re.compile(r"[ .\-/]")
+_KEEPS_ITS_SEPARATOR = frozenset({"fi_hetu"})
+
+
+def _fakers(split: str) -> list[Any]:
+    from faker import Faker
+
+    fakers = []
+    for index, locale in enumerate(sorted({locale for locale, _ in PROVIDERS.values()})):
+        faker = Faker(locale)
+        faker.seed_instance(_SEEDS[split] * 1000 + index)
+        fakers.append(faker)
+    return fakers
+
+
+def _numbers(split: str) -> dict[str, Any]:
+    from faker import Faker
+
+    makers = {}
+    for index, (kind, (locale, method)) in enumerate(sorted(PROVIDERS.items())):
+        faker = Faker(locale)
+        faker.seed_instance(_SEEDS[split] * 100 + index)
+        makers[kind] = getattr(faker, method)
+    return makers
+
+
+def _not_an_id(chooser: random.Random, fakers: list[Any]) -> str:
+    """A number that is not an identity: random digits (8–13, some in groups), or one of
+    the numbers that share their shapes — a phone number of one of the kinds' countries
+    (Faker's, as it writes them), an EAN-13 barcode, a Unix time, a date-stamped order."""
+    shape = chooser.randrange(6)
+    if shape == 0:
+        return str(chooser.choice(fakers).phone_number())
+    if shape == 1:
+        return str(chooser.choice(fakers).ean13())
+    if shape == 2:
+        return str(chooser.randrange(1_000_000_000, 1_900_000_000))
+    if shape == 3:
+        date = f"{chooser.randrange(2015, 2027)}{chooser.randrange(1, 13):02}"
+        return f"{date}{chooser.randrange(1, 29):02}{chooser.randrange(10**5):05}"
+    digits = "".join(chooser.choice("0123456789") for _ in range(chooser.randint(8, 13)))
+    if shape == 4:  # in groups of three or four
+        size = chooser.choice((3, 4))
+        separator = chooser.choice(" -.")
+        return separator.join(digits[i : i + size] for i in range(0, len(digits), size))
+    return digits
+
+
+def national_id_rows(split: str) -> list[dict[str, Any]]:
+    """The split's messages, each slot filled ``FILLS`` times: ``{"text", "span", "kind"}``
+    (``span`` None and ``kind`` "none" for a message without an identity number)."""
+    messages = orjson.loads(MESSAGES.read_bytes())[split]
+    chooser = random.Random(_SEEDS[split])
+    makers = _numbers(split)
+    fakers = _fakers(split)
+    rows = []
+    for message in messages["with_id"]:
+        template, kind = message["text"], message["kind"]
+        start = template.index("{id}")
+        for _ in range(FILLS):
+            value = str(makers[kind]())
+            if chooser.random() < 0.5 and kind not in _KEEPS_ITS_SEPARATOR:
+                value = _SEPARATORS.sub("", value)
+            text = template[:start] + value + template[start + len("{id}") :]
+            rows.append({"text": text, "span": (start, start + len(value)), "kind": kind})
+    for message in messages["without_id"]:
+        template = message["text"]
+        start = template.index("{number}")
+        for _ in range(FILLS):
+            value = _not_an_id(chooser, fakers)
+            text = template[:start] + value + template[start + len("{number}") :]
+            rows.append({"text": text, "span": None, "kind": "none"})
+    return rows
+
+
+def evaluate_national_ids(split: str) -> dict[str, Any]:
+    """Recall of the identity numbers by kind (a ``national_id`` finding that overlaps the
+    number), the messages without one that are flagged, and how many of the found were
+    given the right kind, through ``find_pii``."""
+    from vsr_extproc.detectors import FindingType, find_pii
+
+    found: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    right_kind = flagged = without = 0
+    errors = []
+    for row in national_id_rows(split):
+        text = row["text"]
+        findings = [f for f in find_pii(text) if f.type is FindingType.NATIONAL_ID]
+        if row["span"] is None:
+            without += 1
+            flagged += bool(findings)
+            if findings:
+                errors.append({"text": text, "flagged": [text[f.start : f.end] for f in findings]})
+            continue
+        start, end = row["span"]
+        hit = next((f for f in findings if f.start < end and start < f.end), None)
+        total[row["kind"]] += 1
+        if hit is None:
+            errors.append({"text": text, "missed": text[start:end], "kind": row["kind"]})
+            continue
+        found[row["kind"]] += 1
+        right_kind += hit.detail == row["kind"]
+    return {
+        "split": split,
+        "found": sum(found.values()),
+        "total": sum(total.values()),
+        "right_kind": right_kind,
+        "per_kind": {kind: f"{found[kind]}/{total[kind]}" for kind in sorted(total)},
+        "texts_without_one": {"flagged": flagged, "total": without},
+        "errors": errors,
+    }
