@@ -17,13 +17,13 @@ only sees short windows around free-standing digit runs.
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import re
 from collections.abc import Callable, Collection, Iterator, Sequence
 
 import phonenumbers
 
+from vsr_extproc.detectors.dates import date_spans
 from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.mrz import mrz_findings
 from vsr_extproc.detectors.national_ids import find_national_ids
@@ -503,27 +503,6 @@ def find_ip_addresses(text: str) -> list[Finding]:
 
 # --- date of birth ------------------------------------------------------------------------
 
-_MONTHS: dict[str, int] = {}
-for _number, _names in enumerate(
-    (
-        "january jan januar janvier enero",
-        "february feb februar février fevrier febrero",
-        "march mar märz maerz mars marzo",
-        "april apr avril abril",
-        "may mai mayo",
-        "june jun juni juin junio",
-        "july jul juli juillet julio",
-        "august aug août aout agosto",
-        "september sep sept septembre septiembre",
-        "october oct oktober octobre octubre",
-        "november nov novembre noviembre",
-        "december dec dezember décembre decembre diciembre",
-    ),
-    start=1,
-):
-    _MONTHS.update(dict.fromkeys(_names.split(), _number))
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-
 # OCR of a card or form often drops the spaces between words ("Date ofbirth"), so the
 # labels match with or without them; and the space and dot after a card's field number
 # ("3Dateofbirth" for "3. Date of birth"), so a digit may stand right before one
@@ -533,14 +512,6 @@ _DOB_CONTEXT = re.compile(
     r"data\s*de\s*nascimento|geboortedatum|data\s*urodzenia|f[öo]delsedatum|syntym[äa]aika|"
     r"do[ğg]um\s*tarihi)(?![A-Za-z])"
 )
-_DATE_YMD = re.compile(r"(?<![\d.])(\d{4})([\-/.])(\d{1,2})\2(\d{1,2})(?![\d]|\.\d)")
-_DATE_DMY = re.compile(r"(?<![\d.])(\d{1,2})([\-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d]|\.\d)")
-_DATE_DAY_MONTH = re.compile(
-    rf"(?i)(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\.?\s*(?:of\s+)?({_MONTH})\.?,?\s*(\d{{4}})(?!\d)"
-)
-_DATE_MONTH_DAY = re.compile(
-    rf"(?i)\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})(?!\d)"
-)
 _DOB_HINTS = (
     "born", "birth", "dob", "d.o.b", "geb", "née", "né ", "naissance", "nacimiento", "nascita",
     "nascimento", "urodzenia", "delsedatum", "syntym", "tarihi",
@@ -548,45 +519,6 @@ _DOB_HINTS = (
 _DOB_AFTER_CONTEXT = 40
 _DOB_BEFORE_CONTEXT = 25
 _LONGEST_DATE = 32  # "22nd of September, 1985" and the like, with room to spare
-
-
-def _plausible_birth_date(year: int, month: int, day: int) -> bool:
-    try:
-        date = datetime.date(year, month, day)
-    except ValueError:
-        return False
-    return datetime.date(1900, 1, 1) <= date <= datetime.date.today()
-
-
-def _full_year(year: str) -> int:
-    if len(year) == 4:
-        return int(year)
-    # a two-digit birth year is in the past: 85 is 1985, 07 is 2007 while that has passed
-    short = int(year)
-    return 2000 + short if 2000 + short <= datetime.date.today().year else 1900 + short
-
-
-def _dates(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-    """Spans of plausible past dates in ``text[start:end]``, in the numeric and written
-    formats people use."""
-    for match in _DATE_YMD.finditer(text, start, end):
-        year, _, month, day = match.groups()
-        if _plausible_birth_date(int(year), int(month), int(day)):
-            yield match.span()
-    for match in _DATE_DMY.finditer(text, start, end):
-        first, _, second, year = match.groups()
-        full_year = _full_year(year)
-        day_first = _plausible_birth_date(full_year, int(second), int(first))
-        if day_first or _plausible_birth_date(full_year, int(first), int(second)):
-            yield match.span()
-    for match in _DATE_DAY_MONTH.finditer(text, start, end):
-        day, month, year = match.groups()
-        if _plausible_birth_date(int(year), _MONTHS[month.lower()], int(day)):
-            yield match.span()
-    for match in _DATE_MONTH_DAY.finditer(text, start, end):
-        month, day, year = match.groups()
-        if _plausible_birth_date(int(year), _MONTHS[month.lower()], int(day)):
-            yield match.span()
 
 
 def find_dates_of_birth(text: str) -> list[Finding]:
@@ -598,7 +530,7 @@ def find_dates_of_birth(text: str) -> list[Finding]:
     for keyword in _DOB_CONTEXT.finditer(text):
         window_start = max(0, keyword.start() - _DOB_BEFORE_CONTEXT - _LONGEST_DATE)
         window_end = min(len(text), keyword.end() + _DOB_AFTER_CONTEXT + _LONGEST_DATE)
-        for start, end in _dates(text, window_start, window_end):
+        for start, end in date_spans(text, window_start, window_end):
             after = keyword.end() <= start <= keyword.end() + _DOB_AFTER_CONTEXT
             before = keyword.start() - _DOB_BEFORE_CONTEXT <= end <= keyword.start()
             if after or before:

@@ -709,6 +709,7 @@ def run(
         report = evaluate_pii(rows)
         report["credentials_in_sentences"] = evaluate_credentials(split)
         report["national_ids"] = evaluate_national_ids(split)
+        report["national_ids_with_birth_date"] = evaluate_national_ids(split, "with_birth_date")
         return report
     models = load_models(config, precision, runtime)
     if task == "safety":
@@ -814,14 +815,18 @@ def summary(report: dict[str, Any]) -> str:
                 f"{told['texts_without_a_credential']['total']}; other findings in texts "
                 f"with one {told['other_findings_in_texts_with_one']}"
             )
-            ids = report["national_ids"]
-            lines.append(
-                f"national identity numbers (split {ids['split']}): {ids['found']}/"
-                f"{ids['total']} found ({ids['right_kind']} given the right kind); messages "
-                f"holding another number flagged {ids['texts_without_one']['flagged']}/"
-                f"{ids['texts_without_one']['total']}"
-            )
-            lines.append("  " + ", ".join(f"{k} {v}" for k, v in ids["per_kind"].items()))
+            for key, what in (
+                ("national_ids", "national identity numbers"),
+                ("national_ids_with_birth_date", "unnamed, beside the holder's birth date"),
+            ):
+                ids = report[key]
+                lines.append(
+                    f"{what} (split {ids['split']}): {ids['found']}/{ids['total']} found "
+                    f"({ids['right_kind']} given the right kind); messages holding another "
+                    f"number flagged {ids['texts_without_one']['flagged']}/"
+                    f"{ids['texts_without_one']['total']}"
+                )
+                lines.append("  " + ", ".join(f"{k} {v}" for k, v in ids["per_kind"].items()))
     else:
         where = f"split {report['split']}" if "split" in report else "a JSON Lines file"
         positives = "unsafe requests" if task == "safety" else "attacks"

@@ -15,6 +15,7 @@ order number, under the split's own seed.
 
 from __future__ import annotations
 
+import datetime
 import random
 import re
 from collections import Counter
@@ -54,6 +55,7 @@ PROVIDERS = {
     "cl_rut": ("es_CL", "rut"),
 }
 # the separators people leave out (a Finnish number's ``-``/``A``/``+`` is its century)
+_LIVING = datetime.date(1900, 1, 1)
 _SEPARATORS = re.compile(r"[ .\-/]")
 _KEEPS_ITS_SEPARATOR = frozenset({"fi_hetu"})
 
@@ -102,34 +104,73 @@ def _not_an_id(chooser: random.Random, fakers: list[Any]) -> str:
     return digits
 
 
-def national_id_rows(split: str) -> list[dict[str, Any]]:
+def _filled(template: str, values: dict[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """``template`` with each ``{slot}`` of ``values`` replaced, and where each value went."""
+    pieces: list[str] = []
+    spans: dict[str, tuple[int, int]] = {}
+    position = 0
+    for start, slot in sorted((template.index("{" + slot + "}"), slot) for slot in values):
+        pieces.append(template[position:start])
+        offset = sum(map(len, pieces))
+        pieces.append(values[slot])
+        spans[slot] = (offset, offset + len(values[slot]))
+        position = start + len(slot) + 2
+    pieces.append(template[position:])
+    return "".join(pieces), spans
+
+
+def national_id_rows(split: str, part: str = "named") -> list[dict[str, Any]]:
     """The split's messages, each slot filled ``FILLS`` times: ``{"text", "span", "kind"}``
-    (``span`` None and ``kind`` "none" for a message without an identity number)."""
+    (``span`` None and ``kind`` "none" for a message without an identity number).
+
+    ``part`` "named": the messages above; "with_birth_date": numbers named by nothing
+    beside the holder's birth date, ``{dob}`` filled with the date the number encodes
+    (python-stdnum reads it) as the template's ``dob_format`` writes it."""
     messages = orjson.loads(MESSAGES.read_bytes())[split]
-    chooser = random.Random(_SEEDS[split])
+    if part == "with_birth_date":
+        messages = messages["with_birth_date"]
+    chooser = random.Random(_SEEDS[split] + (part != "named"))
     makers = _numbers(split)
     fakers = _fakers(split)
     rows = []
     for message in messages["with_id"]:
         template, kind = message["text"], message["kind"]
-        start = template.index("{id}")
         for _ in range(FILLS):
             value = str(makers[kind]())
-            if chooser.random() < 0.5 and kind not in _KEEPS_ITS_SEPARATOR:
-                value = _SEPARATORS.sub("", value)
-            text = template[:start] + value + template[start + len("{id}") :]
-            rows.append({"text": text, "span": (start, start + len(value)), "kind": kind})
+            values = {"id": value}
+            if "dob_format" in message:
+                # a living person's: Faker's Romanian numbers are born 1800-2099
+                while not _LIVING <= _birth_date(kind, value) <= datetime.date.today():
+                    value = str(makers[kind]())
+                values = {"id": value}
+                values["dob"] = _birth_date(kind, value).strftime(message["dob_format"])
+            elif chooser.random() < 0.5 and kind not in _KEEPS_ITS_SEPARATOR:
+                values["id"] = _SEPARATORS.sub("", value)
+            text, spans = _filled(template, values)
+            rows.append({"text": text, "span": spans["id"], "kind": kind})
     for message in messages["without_id"]:
         template = message["text"]
-        start = template.index("{number}")
         for _ in range(FILLS):
-            value = _not_an_id(chooser, fakers)
-            text = template[:start] + value + template[start + len("{number}") :]
+            values = {"number": _not_an_id(chooser, fakers)}
+            if "dob_format" in message:
+                born = datetime.date(1930, 1, 1) + datetime.timedelta(chooser.randrange(30_000))
+                values["dob"] = born.strftime(message["dob_format"])
+            text, _ = _filled(template, values)
             rows.append({"text": text, "span": None, "kind": "none"})
     return rows
 
 
-def evaluate_national_ids(split: str) -> dict[str, Any]:
+def _birth_date(kind: str, number: str) -> datetime.date:
+    from importlib import import_module
+
+    from vsr_extproc.detectors.national_ids import KINDS
+
+    module = import_module(f"stdnum.{KINDS[kind]}")
+    date: datetime.date = module.get_birth_date(number)
+    return date
+
+
+def evaluate_national_ids(split: str, part: str = "named") -> dict[str, Any]:
     """Recall of the identity numbers by kind (a ``national_id`` finding that overlaps the
     number), the messages without one that are flagged, and how many of the found were
     given the right kind, through ``find_pii``."""
@@ -139,7 +180,7 @@ def evaluate_national_ids(split: str) -> dict[str, Any]:
     total: Counter[str] = Counter()
     right_kind = flagged = without = 0
     errors = []
-    for row in national_id_rows(split):
+    for row in national_id_rows(split, part):
         text = row["text"]
         findings = [f for f in find_pii(text) if f.type is FindingType.NATIONAL_ID]
         if row["span"] is None:
@@ -158,6 +199,7 @@ def evaluate_national_ids(split: str) -> dict[str, Any]:
         right_kind += hit.detail == row["kind"]
     return {
         "split": split,
+        "part": part,
         "found": sum(found.values()),
         "total": sum(total.values()),
         "right_kind": right_kind,
