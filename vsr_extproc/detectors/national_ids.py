@@ -1,4 +1,4 @@
-"""National identity numbers of 24 countries, validated by their check digits.
+"""National identity and taxpayer numbers of 27 countries, validated by their checks.
 
 A Spanish DNI (``12345678Z``), an Italian *codice fiscale*, a French NIR, a Dutch BSN, a
 Polish PESEL, a Brazilian CPF … are the identifiers people paste into support messages and
@@ -20,10 +20,11 @@ its validator accepts it, and:
   within 150 characters that is that date ("Anna Nowak, 14.02.1990, 90021412345"), as in
   a form or a spreadsheet's row: confidence 0.85;
 * or alone, for the few forms no other number takes: a *codice fiscale* or a CURP (16 and
-  18 characters of letters and digits in a fixed order, with a check letter), a Swiss AHV
-  number as written (``756.1234.5678.97``, an EAN-13 check), a CPF or a Chilean RUT with
-  its dots and dash (``123.456.789-09``, two check digits; ``12.345.678-5``), a Spanish NIE
-  (``X1234567L``): confidence 0.8.
+  18 characters of letters and digits in a fixed order, with a check letter), a Chinese
+  resident identity number (18 characters: a registered birthplace, a date, a check), a
+  Swiss AHV number as written (``756.1234.5678.97``, an EAN-13 check), a CPF or a Chilean
+  RUT with its dots and dash (``123.456.789-09``, two check digits; ``12.345.678-5``), a
+  Spanish NIE (``X1234567L``): confidence 0.8.
 
 Most kinds are 9 to 13 bare digits, and one random number of their length in 10 to 800
 passes their check (measured with stdnum on 100,000 of each: a BSN, a SIN, an OIB, a RUT
@@ -247,6 +248,36 @@ _KINDS = (
         ("RUT", "RUN"),
         r"rol [uú]nico (?:tributario|nacional)",
         alone=r"\d{1,2}\.\d{3}\.\d{3}-[\dK]",
+    ),
+    _Kind(
+        "us_itin",
+        "us.itin",
+        r"9\d\d[- ]?\d\d[- ]?\d{4}",
+        ("ITIN",),
+        r"individual taxpayer identification number|n[uú]mero ITIN",
+    ),
+    _Kind(
+        "ua_rntrc",
+        "ua.rntrc",
+        r"\d{10}",
+        ("РНОКПП", "ІПН", "ИНН", "RNTRC"),
+        r"ідентифікаційн\w+ (?:код|номер)\w*|податков\w+ номер\w*|реєстраційн\w+ номер\w*"
+        r"|облікової картки платника податків",
+    ),
+    _Kind(
+        "in_aadhaar",
+        "in_.aadhaar",
+        r"\d{4}[ -]?\d{4}[ -]?\d{4}",
+        ("UIDAI",),
+        r"aadhaa?r\w*|आधार|unique identification number",
+    ),
+    _Kind(
+        "cn_ric",
+        "cn.ric",
+        r"\d{17}[\dX]",
+        (),
+        r"(?:居民|公民)?身份证(?:号码|号)?|公民身份号码|resident identity card|Chinese ID",
+        alone=r"\d{17}[\dX]",
     ),
 )
 

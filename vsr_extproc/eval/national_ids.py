@@ -1,16 +1,19 @@
 """National identity numbers in messages (``vsr-extproc eval pii``, beside ``pii.jsonl``).
 
 ``data/national_id_messages.json`` holds, per split, messages with one ``{id}`` slot
-naming (or not naming) one of the 24 kinds ``detectors.national_ids`` knows, in the kind's
+naming (or not naming) one of the 28 kinds ``detectors.national_ids`` knows, in the kind's
 language or in English, and messages with one ``{number}`` slot where a number that is not
-an identity stands (an order, an invoice, a phone, a build). ``dev`` and ``test`` were
-written by different writers from different briefs; ``test``'s writer never saw the
-detector. Each ``{id}`` is filled ``FILLS`` times with a number Faker's providers make for
-the kind's country (an implementation independent of python-stdnum, which the detector
-validates with), as Faker writes it or without its separators; each ``{number}`` with
-a number that is not one but shares the shapes: random digits of 8–13 (some in groups),
-a phone number of one of the kinds' countries, an EAN-13, a Unix time or a date-stamped
-order number, under the split's own seed.
+an identity stands (an order, an invoice, a phone, a build); and, apart
+(``with_birth_date``), forms and rows where a number named by nothing stands beside the
+holder's birth date. ``dev`` was written beside the detector (and holds a set scored once
+as ``test`` and then read); ``test``'s writers never saw the detector (its ``about`` says
+who wrote what). Each ``{id}`` is filled ``FILLS`` times with a number Faker's providers
+make for the kind's country (an implementation independent of python-stdnum, which the
+detector validates with; for Aadhaar and Chinese numbers, the first Faker draws that stdnum
+accepts), as Faker writes it or without its separators; each ``{number}`` with a number
+that is not one but shares the shapes: random digits of 8–13 (some in groups), a phone
+number of one of the kinds' countries, an EAN-13, a Unix time or a date-stamped order
+number, under the split's own seed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import datetime
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +58,14 @@ PROVIDERS = {
     "gr_amka": ("el_GR", "ssn"),
     "th_pin": ("th_TH", "ssn"),
     "cl_rut": ("es_CL", "rut"),
+    "us_itin": ("en_US", "itin"),
+    "ua_rntrc": ("uk_UA", "ssn"),
+    "in_aadhaar": ("en_IN", "aadhaar_id"),
+    "cn_ric": ("zh_CN", "ssn"),
 }
+# Faker's Aadhaar numbers are random digits (one in ten passes the Verhoeff check) and its
+# Chinese numbers name birthplaces no register holds: of those, the valid ones are drawn
+DRAWN_VALID = frozenset({"in_aadhaar", "cn_ric"})
 # the separators people leave out (a Finnish number's ``-``/``A``/``+`` is its century)
 _LIVING = datetime.date(1900, 1, 1)
 _SEPARATORS = re.compile(r"[ .\-/]")
@@ -71,15 +83,43 @@ def _fakers(split: str) -> list[Any]:
     return fakers
 
 
-def _numbers(split: str) -> dict[str, Any]:
+# each kind's Faker seed is its place here: the first 24 in alphabetical order, then the
+# kinds added since, so that a kind's numbers stay the same when kinds are added
+_SEED_ORDER = (
+    *sorted(
+        kind for kind in PROVIDERS if kind not in ("us_itin", "ua_rntrc", "in_aadhaar", "cn_ric")
+    ),
+    "us_itin",
+    "ua_rntrc",
+    "in_aadhaar",
+    "cn_ric",
+)
+
+
+def _numbers(split: str) -> dict[str, Callable[[], str]]:
     from faker import Faker
 
+    from vsr_extproc.detectors.national_ids import KINDS
+
     makers = {}
-    for index, (kind, (locale, method)) in enumerate(sorted(PROVIDERS.items())):
+    for index, kind in enumerate(_SEED_ORDER):
+        locale, method = PROVIDERS[kind]
         faker = Faker(locale)
         faker.seed_instance(_SEEDS[split] * 100 + index)
-        makers[kind] = getattr(faker, method)
+        make = getattr(faker, method)
+        if kind in DRAWN_VALID:
+            make = _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
+        makers[kind] = make
     return makers
+
+
+def _valid_only(make: Callable[[], Any], valid: Callable[[str], bool]) -> Callable[[], str]:
+    def draw() -> str:
+        while not valid(value := str(make())):
+            pass
+        return value
+
+    return draw
 
 
 def _not_an_id(chooser: random.Random, fakers: list[Any]) -> str:
@@ -161,8 +201,6 @@ def national_id_rows(split: str, part: str = "named") -> list[dict[str, Any]]:
 
 
 def _birth_date(kind: str, number: str) -> datetime.date:
-    from importlib import import_module
-
     from vsr_extproc.detectors.national_ids import KINDS
 
     module = import_module(f"stdnum.{KINDS[kind]}")
