@@ -1,10 +1,10 @@
-"""Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, other
-countries' national identity numbers (``national_ids``), IP addresses, dates of birth and
-passport numbers, plus the MRZ and secret detectors of this package.
+"""Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, national
+identity and taxpayer numbers of 27 countries (``national_ids``), IP addresses, dates of
+birth and passport numbers, plus the MRZ and secret detectors of this package.
 
 Every detector is a pure function from text to ``Finding``s. Numbers that carry a checksum
-(cards: Luhn, IBANs: mod 97, MRZ: ICAO 9303, national identity numbers: their own) are only
-reported when it holds; values without one (dates of birth, passport numbers, bare 9-digit
+(cards: Luhn, IBANs: mod 97, MRZ: ICAO 9303, national identity numbers: their own kind's)
+are only reported when it holds; values without one (dates of birth, passport numbers, bare 9-digit
 SSNs) are only reported next to words that say what they are. ``find_pii`` runs the requested
 detectors and settles overlaps with ``resolve_overlaps``, so a card number is never also
 reported as a phone number.

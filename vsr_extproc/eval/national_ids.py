@@ -66,8 +66,8 @@ PROVIDERS = {
 # Faker's Aadhaar numbers are random digits (one in ten passes the Verhoeff check) and its
 # Chinese numbers name birthplaces no register holds: of those, the valid ones are drawn
 DRAWN_VALID = frozenset({"in_aadhaar", "cn_ric"})
+_LIVING = datetime.date(1900, 1, 1)  # the earliest birth date a form's reader accepts
 # the separators people leave out (a Finnish number's ``-``/``A``/``+`` is its century)
-_LIVING = datetime.date(1900, 1, 1)
 _SEPARATORS = re.compile(r"[ .\-/]")
 _KEEPS_ITS_SEPARATOR = frozenset({"fi_hetu"})
 
@@ -85,15 +85,8 @@ def _fakers(split: str) -> list[Any]:
 
 # each kind's Faker seed is its place here: the first 24 in alphabetical order, then the
 # kinds added since, so that a kind's numbers stay the same when kinds are added
-_SEED_ORDER = (
-    *sorted(
-        kind for kind in PROVIDERS if kind not in ("us_itin", "ua_rntrc", "in_aadhaar", "cn_ric")
-    ),
-    "us_itin",
-    "ua_rntrc",
-    "in_aadhaar",
-    "cn_ric",
-)
+_ADDED = ("us_itin", "ua_rntrc", "in_aadhaar", "cn_ric")
+_SEED_ORDER = (*sorted(kind for kind in PROVIDERS if kind not in _ADDED), *_ADDED)
 
 
 def _numbers(split: str) -> dict[str, Callable[[], str]]:
