@@ -140,3 +140,21 @@ def test_dev_draws_code_in_languages_the_corpus_never_shows_and_test_never_does(
     assert imagegen.sample(drawn[1].name).data == drawn[1].data
     with pytest.raises(ValueError, match="'dev' only"):
         next(imagegen.more("test", "code_elsewhere", 100, 1))
+
+
+def test_test_draws_identity_cards_carrying_a_valid_national_number() -> None:
+    from vsr_extproc.detectors.national_ids import find_national_ids
+
+    drawn = list(itertools.islice(imagegen.more("test", "id_number_cards", 100, 1), 3))
+    # one card a kind, in turn; the number drawn under its name is one the detector
+    # validates, and the card is an identity document
+    kinds = list(imagegen.CARD_NAMES)
+    assert [sample.conditions[0] for sample in drawn] == [
+        kinds[i % len(kinds)] for i in (100, 101, 102)
+    ]
+    for sample in drawn:
+        assert sample.expected == {"document"}
+        assert len(find_national_ids(sample.truth)) == 1
+    assert imagegen.sample(drawn[2].name).data == drawn[2].data
+    with pytest.raises(ValueError, match="'test' only"):
+        next(imagegen.more("dev", "id_number_cards", 100, 1))

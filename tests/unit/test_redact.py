@@ -43,6 +43,7 @@ SAMPLES = [
     (T.CARD, "4111 1111 1111 1111", "<CARD_1>"),
     (T.IBAN, "DE89 3704 0044 0532 0130 00", "<IBAN_1>"),
     (T.SSN, "536-22-1234", "<SSN_1>"),
+    (T.NATIONAL_ID, "MZZMCL65S28M335A", "<NATIONAL_ID_1>"),  # a codice fiscale
     (T.IP_ADDRESS, "192.168.1.1", "<IP_1>"),
     (T.SECRET, "AKIAIOSFODNN7EXAMPLE", "<SECRET_1>"),
 ]

@@ -125,6 +125,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "code": (frozenset({"code"}), frozenset({"mrz"})),
     "code_elsewhere": (frozenset({"code"}), frozenset({"mrz"})),
     "credential": (frozenset({"secrets"}), frozenset({"mrz"})),
+    "id_number_cards": (frozenset({"document"}), frozenset({"mrz", "code", "secrets"})),
     "lookalike": (frozenset(), frozenset({"mrz", "code", "secrets", "document"})),
 }
 
@@ -616,6 +617,39 @@ def document_sample(d: Draw, kind: str) -> tuple[bytes, str, Image.Image]:
     return _jpeg(photo, d.rng.randint(50, 95)), truth, photo
 
 
+def id_number_card(d: Draw, index: int) -> tuple[bytes, str, Image.Image]:
+    """An identity card without an MRZ: a name, and the holder's national number (one of
+    Faker's for the kind, ``index`` picking the kind in turn) under the name the card
+    prints for it; photographed or not, 700-2,000 px, JPEG 50-95. No birth date is drawn:
+    the number is the card's one piece of identifying evidence."""
+    from vsr_extproc.eval.national_ids import draw_number
+
+    kind = list(CARD_NAMES)[index % len(CARD_NAMES)]
+    d.conditions.append(kind)
+    size = (1012, 638)
+    image, draw = _canvas(size, _pastel(d.rng))
+    _guilloche(draw, size, d.rng)
+    draw.text((30, 24), d.faker.country().upper()[:24], fill=(30, 30, 90), font=d.text_font(40))
+    # half the cards' titles name an identity number in general ("identity card"), half do
+    # not: the number's own name is then the evidence
+    title = d.rng.choice(
+        ["IDENTITY CARD", "NATIONAL IDENTITY CARD", "RESIDENCE PERMIT", "HEALTH INSURANCE CARD"]
+    )
+    draw.text((30, 74), title, fill=(140, 20, 20), font=d.text_font(30))
+    _portrait(draw, (30, 140, 280, 470), d.rng)
+    name = d.faker.name()
+    pairs = [
+        ("Surname", name.split()[-1].upper()),
+        ("Given names", " ".join(name.split()[:-1]).upper()),
+        (CARD_NAMES[kind], draw_number(kind, d.rng.randrange(2**31))),
+    ]
+    _fields(d, draw, 320, 140, pairs, 28)
+    truth = "\n".join([title, *[f"{k}\n{v}" for k, v in pairs]])  # as drawn
+    photo = _photographed(d, image, None) if d.rng.random() < 0.6 else image
+    photo = _resize_longest(photo, d.rng.randint(700, 2000))
+    return _jpeg(photo, d.rng.randint(50, 95)), truth, photo
+
+
 # --- code ---------------------------------------------------------------------------------------
 
 # Pygments example folders (its lexer names) per language shown
@@ -644,7 +678,40 @@ ELSEWHERE_FOLDERS = tuple(
     xquery xtend zephir zig""".split()  # noqa: SIM905 (a word list reads best as words)
 )
 # the scenarios ``more`` draws that the corpus does not hold, and the one split of each
-STRESS_SETS = {"code_elsewhere": "dev"}
+STRESS_SETS = {"code_elsewhere": "dev", "id_number_cards": "test"}
+# ``test``'s stress set of identity cards without an MRZ that carry the holder's national
+# number under the name such cards print for it (in Latin letters: the corpus's fonts
+# draw no Thai, Hebrew or Chinese); one card a kind of ``eval.national_ids``
+CARD_NAMES = {
+    "es_dni": "DNI NÚM",
+    "es_nie": "N.I.E.",
+    "it_cf": "CODICE FISCALE",
+    "fr_nir": "N° DE SÉCURITÉ SOCIALE",
+    "nl_bsn": "PERSOONSNUMMER / PERSONAL NO.",
+    "pl_pesel": "NUMER PESEL / PERSONAL NUMBER",
+    "se_pnr": "PERSONNUMMER / PERSONAL IDENTITY NO.",
+    "br_cpf": "CPF",
+    "fi_hetu": "HENKILÖTUNNUS / PERSONAL IDENTITY CODE",
+    "no_fnr": "FØDSELSNUMMER / NATIONAL IDENTITY NUMBER",
+    "tr_tckn": "T.C. KİMLİK NO / TR IDENTITY NO",
+    "ro_cnp": "CNP",
+    "ca_sin": "SOCIAL INSURANCE NUMBER",
+    "il_id": "IDENTITY NO.",
+    "ee_ik": "ISIKUKOOD / PERSONAL CODE",
+    "hr_oib": "OIB",
+    "be_nn": "RIJKSREGISTERNR. / NATIONAL REGISTER NO.",
+    "ch_ahv": "AHV-NR. / NO AVS",
+    "at_vnr": "VERSICHERUNGSNUMMER",
+    "ar_cuit": "CUIL",
+    "mx_curp": "CURP",
+    "gr_amka": "A.M.K.A.",
+    "th_pin": "IDENTIFICATION NUMBER",
+    "cl_rut": "RUN",
+    "us_itin": "ITIN",
+    "ua_rntrc": "RNTRC",
+    "in_aadhaar": "AADHAAR",
+    "cn_ric": "CITIZEN ID NUMBER",
+}
 
 
 @cache
@@ -1229,11 +1296,13 @@ def more(split: str, scenario: str, first: int, scale: int) -> Iterator[Sample]:
 
     ``code_elsewhere`` (``dev`` only): screenshots of Pygments' example files in
     ``ELSEWHERE_FOLDERS``, languages the corpus never shows, ``scale`` times as many as
-    there are such files."""
+    there are such files. ``id_number_cards`` (``test`` only): identity cards without an
+    MRZ carrying a national number (``id_number_card``), ``scale`` times one a kind."""
     if scenario in STRESS_SETS:
         if split != STRESS_SETS[scenario]:
             raise ValueError(f"{scenario!r} is drawn for {STRESS_SETS[scenario]!r} only")
-        for index in range(first, first + scale * len(elsewhere_files())):
+        size = len(elsewhere_files()) if scenario == "code_elsewhere" else len(CARD_NAMES)
+        for index in range(first, first + scale * size):
             yield _sample(split, scenario, scenario, index)
         return
     if split not in STYLES or scenario not in COUNTS:
@@ -1265,6 +1334,8 @@ def _sample(split: str, scenario: str, kind: str, index: int) -> Sample:
         data, truth, image = mrz_sample(d, kind)
     elif scenario == "document":
         data, truth, image = document_sample(d, kind)
+    elif scenario == "id_number_cards":
+        data, truth, image = id_number_card(d, index)
     elif scenario in ("code", "code_elsewhere"):
         files = code_files(split) if scenario == "code" else elsewhere_files()
         image, truth = _code_sample(d, index, kind == "code_with_key", files)

@@ -106,6 +106,22 @@ def _numbers(split: str) -> dict[str, Callable[[], str]]:
     return makers
 
 
+def draw_number(kind: str, seed: int) -> str:
+    """One number of ``kind`` from Faker's provider for its country, seeded (valid by
+    stdnum for ``DRAWN_VALID``), for another corpus to draw (``imagegen``'s ID cards)."""
+    from faker import Faker
+
+    from vsr_extproc.detectors.national_ids import KINDS
+
+    locale, method = PROVIDERS[kind]
+    faker = Faker(locale)
+    faker.seed_instance(seed)
+    make = getattr(faker, method)
+    if kind in DRAWN_VALID:
+        make = _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
+    return str(make())
+
+
 def _valid_only(make: Callable[[], Any], valid: Callable[[str], bool]) -> Callable[[], str]:
     def draw() -> str:
         while not valid(value := str(make())):
