@@ -89,6 +89,8 @@ def test_a_named_number_is_found_and_a_wrong_check_digit_is_not(
         "Α.Μ.Κ.Α.: 13107688130",
         "76101388130 (PESEL)",  # the name after the number
         "buenas, mi cuil es 27-08994000-7",  # an abbreviation in small letters
+        "RIJKSREGISTERNR. 76101351582",  # "-nummer" shortened to "-nr." (Dutch, German)
+        "SV-Nr. 2881131076",
     ],
 )
 def test_named_in_its_own_language(text: str) -> None:

@@ -305,8 +305,19 @@ _EDGE_AFTER = r"(?![0-9A-Za-z])(?![.\-/][0-9A-Za-z])"
 # name in code joins its words as it likes: ``national_id``, ``nationalId``, ``tcKimlikNo``,
 # ``ahvNumber`` (a capital after a small letter ends or starts a word)
 _LATIN_LETTER = "A-Za-z\u00c0-\u024f"
+# Germanic languages shorten a word's "-nummer" to "-nr." ("Rijksregisternr.", "SV-Nr.")
+_SHORTENED_NUMBER = re.compile(r"nummer(\\w\*)?", re.IGNORECASE)
+
+
+def _with_short_forms(words: str) -> str:
+    """``words`` where each "…nummer" may also be written "…nr" or "…nr."."""
+    return _SHORTENED_NUMBER.sub(lambda m: f"(?:nummer{m.group(1) or ''}|nr\\.?)", words)
+
+
 _NAMES = tuple(
-    "|".join([*map(_acronym, kind.acronyms), *([kind.words] if kind.words else [])])
+    "|".join(
+        [*map(_acronym, kind.acronyms), *([_with_short_forms(kind.words)] if kind.words else [])]
+    )
     for kind in _KINDS
 )
 _CAMEL = "(?-i:(?<=[a-z])(?=[A-Z]))"
