@@ -345,7 +345,6 @@ _ALONE = re.compile(
     + "|".join(f"(?P<a{index}>{kind.alone})" for index, kind in enumerate(_KINDS) if kind.alone)
     + f"){_EDGE_AFTER}"
 )
-_ALONE_KINDS = tuple(kind.alone is not None for kind in _KINDS)
 # every kind's number holds seven digits or more, eight characters apart at most (a CURP's
 # six, seven letters, its check digit); numbers are searched for around these only
 _SEVEN_DIGITS = re.compile(r"\d(?:\D{0,8}\d){6}")
@@ -353,14 +352,10 @@ _AROUND = 24  # a number reaches this far beyond its seven digits, at most
 _LABEL_REACH = _AFTER + 64  # how far before a number its label's start may be, at most
 
 
-def _validator(module: str) -> Callable[[str], bool]:
-    valid: Callable[[str], bool] = import_module(f"stdnum.{module}").is_valid
-    return valid
-
-
 #: each kind's python-stdnum module, by the kind's name
 KINDS = {kind.name: kind.module for kind in _KINDS}
-_VALIDATORS = tuple(_validator(kind.module) for kind in _KINDS)
+_MODULES = tuple(import_module(f"stdnum.{kind.module}") for kind in _KINDS)
+_VALIDATORS: tuple[Callable[[str], bool], ...] = tuple(module.is_valid for module in _MODULES)
 
 
 @lru_cache(maxsize=8192)
@@ -373,7 +368,7 @@ def _valid(index: int, number: str) -> bool:
 # the kinds whose numbers encode the holder's birth date (stdnum reads it), by index
 _BIRTH_DATE: dict[int, Callable[[str], datetime.date]] = {
     index: module.get_birth_date
-    for index, module in enumerate(import_module(f"stdnum.{kind.module}") for kind in _KINDS)
+    for index, module in enumerate(_MODULES)
     if hasattr(module, "get_birth_date")
 }
 
@@ -446,7 +441,7 @@ def _born_on(text: str, runs: list[tuple[int, int]]) -> Iterator[tuple[int, int,
     dates: list[tuple[int, int, frozenset[datetime.date]]] | None = None
     for lo, hi in _around(runs, len(text), _AROUND, _AROUND):
         for index, born in _BIRTH_DATE.items():
-            if _ALONE_KINDS[index]:
+            if _KINDS[index].alone is not None:
                 continue  # (found alone already)
             for match in _SHAPES[index].finditer(text, lo, hi):
                 number = match.group()

@@ -90,25 +90,19 @@ _SEED_ORDER = (*sorted(kind for kind in PROVIDERS if kind not in _ADDED), *_ADDE
 
 
 def _numbers(split: str) -> dict[str, Callable[[], str]]:
-    from faker import Faker
-
-    from vsr_extproc.detectors.national_ids import KINDS
-
-    makers = {}
-    for index, kind in enumerate(_SEED_ORDER):
-        locale, method = PROVIDERS[kind]
-        faker = Faker(locale)
-        faker.seed_instance(_SEEDS[split] * 100 + index)
-        make = getattr(faker, method)
-        if kind in DRAWN_VALID:
-            make = _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
-        makers[kind] = make
-    return makers
+    return {
+        kind: _maker(kind, _SEEDS[split] * 100 + index) for index, kind in enumerate(_SEED_ORDER)
+    }
 
 
 def draw_number(kind: str, seed: int) -> str:
     """One number of ``kind`` from Faker's provider for its country, seeded (valid by
     stdnum for ``DRAWN_VALID``), for another corpus to draw (``imagegen``'s ID cards)."""
+    return _maker(kind, seed)()
+
+
+def _maker(kind: str, seed: int) -> Callable[[], str]:
+    """Numbers of ``kind`` from Faker's provider for its country, seeded ``seed``."""
     from faker import Faker
 
     from vsr_extproc.detectors.national_ids import KINDS
@@ -118,8 +112,8 @@ def draw_number(kind: str, seed: int) -> str:
     faker.seed_instance(seed)
     make = getattr(faker, method)
     if kind in DRAWN_VALID:
-        make = _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
-    return str(make())
+        return _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
+    return lambda: str(make())
 
 
 def _valid_only(make: Callable[[], Any], valid: Callable[[str], bool]) -> Callable[[], str]:
