@@ -38,7 +38,24 @@ VALID = [
     ("ua_rntrc", "2804561406", "РНОКПП"),
     ("in_aadhaar", "5987 1689 7684", "Aadhaar"),
     ("cn_ric", "350524199804058814", "身份证号码"),
+    # drawn from each number's published rules (eval.national_ids.GENERATED), or Faker's
+    ("de_idnr", "52680345712", "Steuer-ID"),
+    ("dk_cpr", "190169-1601", "CPR-nummer"),
+    ("kr_rrn", "690119-1500180", "주민등록번호"),
+    ("jp_in", "5260 1815 9084", "マイナンバー"),
+    ("cz_rc", "641222/5380", "rodné číslo"),
+    ("za_idnr", "6901192601089", "South African ID"),
+    ("bg_egn", "6901192600", "ЕГН"),
+    ("in_pan", "KEMCC8159B", "PAN"),
+    ("gb_nino", "NG 60 18 15 A", "NINO"),
 ]
+# the kinds without a check digit, and a number of their shape that breaks their rules
+NO_CHECK_DIGIT = {
+    "us_itin": ["915-69-5234"],  # an ITIN's middle group is 70-88, 90-92 or 94-99
+    "dk_cpr": ["320169-1601", "190169-1601".replace("01", "13", 1)],  # no 32nd, no 13th month
+    "gb_nino": ["NG 60 18 15 E", "QQ 60 18 15 A", "ZZ 60 18 15 A"],  # a suffix past D, prefixes
+    "in_pan": ["KEMXC8159B", "KEMCC0000B"],  # no holder type X, no serial 0000
+}
 
 
 def ids(text: str) -> list[tuple[str, str]]:
@@ -64,8 +81,7 @@ def test_a_named_number_is_found_and_a_wrong_check_digit_is_not(
     # too, and is reported as the first kind whose check holds)
     assert [found for _, found in ids(text)] == [number]
     assert ids(text.replace("national identity number", name)) == [(kind, number)]
-    # (an ITIN has no check digit, only ranges: its middle group 70-88, 90-92, 94-99)
-    for wrong in ["915-69-5234"] if kind == "us_itin" else broken(number):
+    for wrong in NO_CHECK_DIGIT.get(kind) or broken(number):
         # (another kind's check may hold by chance: a general name tries every kind)
         assert kind not in [detail for detail, _ in ids(text.replace(number, wrong))]
 
@@ -91,6 +107,15 @@ def test_a_named_number_is_found_and_a_wrong_check_digit_is_not(
         "buenas, mi cuil es 27-08994000-7",  # an abbreviation in small letters
         "RIJKSREGISTERNR. 76101351582",  # "-nummer" shortened to "-nr." (Dutch, German)
         "SV-Nr. 2881131076",
+        "Meine steuerliche Identifikationsnummer lautet 52 680 345 712.",
+        "Mit CPR-nummer er 1901691601.",
+        "제 주민번호는 6901191500180 입니다.",
+        "個人番号：526018159084",
+        "Moje rodné číslo je 641222/5380.",
+        "Ons het u identiteitsnommer 6901192601089 ontvang.",
+        "Моето ЕГН е 6901192600.",
+        "मेरा पैन कार्ड KEMCC8159B है",
+        "NI number: NG601815A",
     ],
 )
 def test_named_in_its_own_language(text: str) -> None:
@@ -105,6 +130,10 @@ def test_named_in_its_own_language(text: str) -> None:
         'ahvNumber = "7561597483261"',
         "personal_code=60004045148",
         "national-id: 879104533",
+        # an abbreviation that is also a word, as a field's name
+        '{"pan": "KEMCC8159B"}',
+        "pan_number=KEMCC8159B",
+        "panNo: KEMCC8159B",
     ],
 )
 def test_named_by_a_field_in_code(text: str) -> None:
@@ -152,9 +181,12 @@ def test_unmistakable_forms_stand_alone(text: str, kind: str) -> None:
         # a general name right after another identifier's word names that identifier
         "My order ID number is 879104533.",
         "customer ID 76101388130",
+        "The ID number of your order is 879104533.",  # ... or right after it
+        "NI number: QQ 12 34 56 C",  # HMRC's own example, no one's
         # an abbreviation that is also a word, in small letters
         "he felt no sin 169394830 times",
         "nie 76101388130",
+        "fry it in a pan KEMCC8159B",
     ],
 )
 def test_unnamed_or_otherwise_named_numbers_are_left_alone(text: str) -> None:
@@ -176,14 +208,15 @@ def test_an_identity_number_is_not_also_a_phone_and_is_redacted_as_itself() -> N
 def test_the_held_out_messages_are_found_and_other_numbers_left_alone() -> None:
     """The ``test`` split of ``eval pii``'s national identity numbers: messages written by
     writers who never saw the detector. A quarter of its numbers are named by nothing,
-    which the detector leaves alone by design; the floor is the measured 192 of 256 less
-    a margin, and no message holding another number may be flagged."""
+    which the detector leaves alone by design; the floor is the measured 290 of 400 (192
+    of the first 28 kinds' 256, 98 of the last 9 kinds' 144, scored before they were read)
+    less a margin, and no message holding another number may be flagged."""
     from vsr_extproc.eval.national_ids import evaluate_national_ids
 
     report = evaluate_national_ids("test")
-    assert report["total"] == 256
-    assert report["found"] >= 180, report["errors"]
-    assert report["texts_without_one"] == {"flagged": 0, "total": 160}
+    assert report["total"] == 400
+    assert report["found"] >= 272, report["errors"]
+    assert report["texts_without_one"] == {"flagged": 0, "total": 208}
 
 
 @pytest.mark.parametrize(
@@ -194,6 +227,9 @@ def test_the_held_out_messages_are_found_and_other_numbers_left_alone() -> None:
         "born September 17, 1940 — 2400917428813",  # a Romanian CNP
         "| Lotte Peeters | 13/10/1976 | 76101351582 | Gent |",  # a Belgian number
         "Jaan Tamm, 04.04.2000, 60004045148",  # an Estonian code
+        "Георги Иванов, 19.01.1969 г., 6901192600, София",  # a Bulgarian EGN
+        "Eva Svobodová, nar. 22. 12. 1964, 641222/5380",  # a Czech birth number
+        "성명: 박지훈 / 생년월일: 1969.01.19 / 6901191500180",  # a Korean number
     ],
 )
 def test_an_unnamed_number_that_encodes_the_birth_date_beside_it_is_found(text: str) -> None:
@@ -208,6 +244,8 @@ def test_an_unnamed_number_that_encodes_the_birth_date_beside_it_is_found(text: 
         "Invoice 76101388130, due 13.10.2026",  # a date, but not the one it encodes
         "13.10.1976" + " " * 160 + "76101388130",  # too far apart
         "Order 15974832601 placed on 15.09.2024",  # a kind without a birth date (an OIB)
+        # a Danish number has no check digit: any number that starts with a date is one
+        "Jens Holm, 19.01.1969, 190169-1601",
     ],
 )
 def test_a_number_beside_another_date_or_far_from_it_is_left_alone(text: str) -> None:

@@ -1,4 +1,5 @@
-"""Dates as people write them: numeric (2024-05-12, 12.05.1990, 05/12/1990, 12.05.90) and
+"""Dates as people write them: numeric (2024-05-12, 12.05.1990, 28. 4. 2013, 05/12/1990,
+12.05.90) and
 with a month's name in English, German, French or Spanish ("12 May 1990", "May 12, 1990",
 "22nd of September, 1985"), read as the past dates (1900 to today) they can be.
 
@@ -33,8 +34,13 @@ for _number, _names in enumerate(
     _MONTHS.update(dict.fromkeys(_names.split(), _number))
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 
-_DATE_YMD = re.compile(r"(?<![\d.])(\d{4})([\-/.])(\d{1,2})\2(\d{1,2})(?![\d]|\.\d)")
-_DATE_DMY = re.compile(r"(?<![\d.])(\d{1,2})([\-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d]|\.\d)")
+# a dot may be followed by a space, as Czech, Slovak, German, Hungarian and Korean write
+# dates ("28. 4. 2013", "2013. 04. 28.")
+_DATE_YMD = re.compile(r"(?<![\d.])(\d{4})([\-/]|\. ?)(\d{1,2})\2(\d{1,2})(?![\d]|\.\d)")
+_DATE_DMY = re.compile(
+    r"(?<![\d.])(\d{1,2})([\-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d]|\.\d)"
+    r"|(?<![\d.])(\d{1,2})(\. )(\d{1,2})\. (\d{4})(?!\d)"  # spaced: only with the century
+)
 _DATE_DAY_MONTH = re.compile(
     rf"(?i)(?<!\d)(\d{{1,2}})(?:st|nd|rd|th)?\.?\s*(?:of\s+)?({_MONTH})\.?,?\s*(\d{{4}})(?!\d)"
 )
@@ -70,7 +76,8 @@ def written_dates(
         year, _, month, day = match.groups()
         readings.append((match, [_past_date(int(year), int(month), int(day))]))
     for match in _DATE_DMY.finditer(text, start, end):
-        first, _, second, year = match.groups()
+        groups = match.groups()  # the plain form's four, or the spaced form's
+        first, _, second, year = groups[:4] if groups[0] is not None else groups[4:]
         full_year = _full_year(year)
         readings.append(
             (

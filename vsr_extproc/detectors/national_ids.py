@@ -1,13 +1,15 @@
-"""National identity and taxpayer numbers of 27 countries, validated by their checks.
+"""National identity and taxpayer numbers of 36 countries, validated by their rules.
 
 A Spanish DNI (``12345678Z``), an Italian *codice fiscale*, a French NIR, a Dutch BSN, a
-Polish PESEL, a Brazilian CPF … are the identifiers people paste into support messages and
-forms beside their name. Each kind here has its written form (the separators people use),
+Polish PESEL, a Brazilian CPF, a German Steuer-ID, a Korean 주민등록번호, an Indian PAN, a
+British National Insurance number … are the identifiers people paste into support messages
+and forms beside their name. Each kind here has its written form (the separators people use),
 the names it goes by (python-stdnum's description of it, and its official names in its
 languages and in English; an abbreviation also with dots, ``D.N.I.``, and in any case
-unless it is also a word: ``SIN``, ``NIE``), and a validator from python-stdnum (check
-digits, and the date or region fields the number encodes). A number is reported only when
-its validator accepts it, and:
+unless it is also a word: ``SIN``, ``NIE``, ``PAN`` count in capitals, or in any case as a
+field's name, ``pan_number``, ``"sin": …``), and a validator from python-stdnum (check
+digits, and the date or region fields the number encodes; the NINO, which stdnum lacks, by
+HMRC's rules). A number is reported only when its validator accepts it, and:
 
 * named: a kind's name ("DNI", "PESEL", "codice fiscale", "henkilötunnukseni") or a name of
   identity numbers in general ("national ID", "identity card number", "personal
@@ -15,10 +17,12 @@ its validator accepts it, and:
   characters before it (the nearest valid number after the name is the one it names: a
   sentence may go on before giving it), or ends at most 48 characters after it
   ("12345678Z (DNI)"): confidence 0.9;
-* or unnamed beside the holder's birth date: a number whose kind encodes it (a PESEL, the
-  Swedish, Norwegian, Romanian, Estonian, Belgian and Greek numbers) and a date written
-  within 150 characters that is that date ("Anna Nowak, 14.02.1990, 90021412345"), as in
-  a form or a spreadsheet's row: confidence 0.85;
+* or unnamed beside the holder's birth date: a number whose kind encodes it and has a
+  check digit (a PESEL, the Swedish, Norwegian, Romanian, Estonian, Belgian, Greek, Korean,
+  Czech, South African and Bulgarian numbers; not the Danish CPR, which has no check: any
+  date-stamped number is one) and a date written within 150 characters that is that date
+  ("Anna Nowak, 14.02.1990, 90021412345"), as in a form or a spreadsheet's row: confidence
+  0.85;
 * or alone, for the few forms no other number takes: a *codice fiscale* or a CURP (16 and
   18 characters of letters and digits in a fixed order, with a check letter), a Chinese
   resident identity number (18 characters: a registered birthplace, a date, a check), a
@@ -26,18 +30,20 @@ its validator accepts it, and:
   RUT with its dots and dash (``123.456.789-09``, two check digits; ``12.345.678-5``), a
   Spanish NIE (``X1234567L``): confidence 0.8.
 
-Most kinds are 9 to 13 bare digits, and one random number of their length in 10 to 800
-passes their check (measured with stdnum on 100,000 of each: a BSN, a SIN, an OIB, a RUT
-one in 10 or 11; a PESEL one in 53; a Norwegian number one in 833). Without its name such
-a number is an order, an account or a phone number as likely as an identity, so it is
-never reported alone, unless the birth date it encodes is written beside it; and a general
-name right after an identifier's word ("order ID number", "customer ID") names that
-identifier, not an identity. A name may not continue a word of the Latin script; in Thai,
-written without spaces between words, it may stand inside one. The US SSN has its own
-detector (``pii.find_ssns``).
+Most kinds are 9 to 13 bare digits, and one random number of their length in 10 to 1,600
+passes their check (measured with stdnum on 100,000 of each: a BSN, a SIN, an OIB, a RUT, a
+Japanese Individual Number one in 10 or 11; a Danish CPR one in 31; a PESEL one in 53; a
+Norwegian number one in 833; a South African one in 1,613). Without its name such a number
+is an order, an account or a phone number as likely as an identity, so it is never
+reported alone, unless the birth date it encodes is written beside it; and a general name
+right after an identifier's word ("order ID number", "customer ID"), or followed by one
+("the ID number of your order"), names that identifier, not an identity. A name may not
+continue a word of the Latin script; in Thai, written without spaces between words, it may
+stand inside one. The US SSN has its own detector (``pii.find_ssns``).
 
-Cost: the names and the numbers are looked for only around runs of seven digits, the one
-scan of the whole text (about 8 ns a character).
+Cost: the names and the numbers are looked for only around runs of seven digits (or of
+four after a letter, where a PAN's or a NINO's shape stands), the one scan of the whole
+text (about 8 ns a character of prose).
 """
 
 from __future__ import annotations
@@ -70,17 +76,28 @@ class _Kind:
     acronyms: tuple[str, ...]  # its abbreviations, also written with dots (D.N.I.)
     words: str  # the words that name it (a regular expression, matched case-insensitively)
     alone: str | None = None  # a written form distinctive enough to report without a label
+    born_on: bool = True  # unnamed beside the birth date it encodes (where it encodes one)
+    lettered: bool = False  # fewer than seven digits: looked for around runs of four
 
 
 # acronyms that are also words ("sin", "nas", "run", Polish "nie"): matched in capitals only
-_WORDLIKE = frozenset({"SIN", "NAS", "RUN", "NIE", "CF"})
+_WORDLIKE = frozenset({"SIN", "NAS", "RUN", "NIE", "CF", "PAN"})
+
+
+def _spelled(letters: str) -> str:
+    """``DNI`` as ``DNI``, ``D.N.I`` or ``D. N. I``."""
+    return r"(?:\. ?)?".join(re.escape(letter) for letter in letters)
 
 
 def _acronym(letters: str) -> str:
     """``DNI`` as ``DNI``, ``dni``, ``D.N.I`` or ``D. N. I``; one that is also a word, in
-    capitals only."""
-    spelled = r"(?:\. ?)?".join(re.escape(letter) for letter in letters)
-    return f"(?-i:{spelled})" if letters in _WORDLIKE else spelled
+    capitals, or in any case as a field's name: right before a word for number
+    (``pan_number``, ``sinNo``) or as a key (``"pan": …``, ``sin=…``)."""
+    spelled = _spelled(letters)
+    if letters in _WORDLIKE:
+        field = r"(?=[\s_-]?(?:numbers?|nos?\b|nr\b|num\b|#)|[\"']?\s?[:=])"
+        return f"(?-i:{spelled})|{re.escape(letters)}{field}"
+    return spelled
 
 
 # The names come from python-stdnum's description of each number (its module's docstring:
@@ -279,6 +296,75 @@ _KINDS = (
         r"(?:居民|公民)?身份证(?:号码|号)?|公民身份号码|resident identity card|Chinese ID",
         alone=r"\d{17}[\dX]",
     ),
+    _Kind(
+        "de_idnr",
+        "de.idnr",
+        r"\d\d ?\d{3} ?\d{3} ?\d{3}",
+        (),
+        r"(?:steuerliche )?identifikationsnummer|steuer-?id(?:entifikationsnummer)?(?:-?nr\.?)?"
+        r"|steuer-?idnr\.?|(?-i:IdNr)\.?|tax identification number",
+    ),
+    _Kind(
+        "dk_cpr",
+        "dk.cpr",
+        r"\d{6}-?\d{4}",
+        ("CPR",),
+        r"CPR-?nummer\w*|personnummer\w*|det centrale personregister",
+        born_on=False,  # no check digit: any date-stamped number would pass
+    ),
+    _Kind(
+        "kr_rrn",
+        "kr.rrn",
+        r"\d{6}-?\d{7}",
+        ("RRN",),
+        r"주민(?:등록)? ?번호|주민등록증|resident registration number",
+    ),
+    _Kind(
+        "jp_in",
+        "jp.in_",
+        r"\d{4}[ -]?\d{4}[ -]?\d{4}",
+        (),
+        r"個人番号|マイナンバー|(?-i:My ?Number)|individual number",
+    ),
+    _Kind(
+        "cz_rc",
+        "cz.rc",
+        # (born before 1954: nine digits and no check, so only with its slash)
+        r"\d{6} ?/ ?\d{3,4}|\d{10}",
+        ("RČ",),
+        r"rodn\w+ čísl\w*|rodne cislo|birth number",
+    ),
+    _Kind(
+        "za_idnr",
+        "za.idnr",
+        r"\d{6} ?\d{4} ?\d\d ?\d",
+        (),
+        r"(?:SA|South African) ID|identiteitsnommer|ID-nommer|identity document number",
+    ),
+    _Kind(
+        "bg_egn",
+        "bg.egn",
+        r"\d{10}",
+        ("ЕГН", "EGN"),
+        r"единен граждански номер",
+    ),
+    # a PAN has four digits, a NINO six: they are looked for around runs of four
+    _Kind(
+        "in_pan",
+        "in_.pan",
+        r"[A-Z]{3}[ABCFGHJLPT][A-Z]\d{4}[A-Z]",
+        ("PAN",),
+        r"permanent account number|पैन(?: कार्ड| नंबर| संख्या)?",
+        lettered=True,
+    ),
+    _Kind(
+        "gb_nino",
+        "",  # python-stdnum has none: HMRC's rules (``_nino``)
+        r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d\d ?\d\d ?\d\d ?[A-D]",
+        ("NINO",),
+        r"NI (?:number|no\b\.?)",
+        lettered=True,
+    ),
 )
 
 # Words that name a national identity number of any kind.
@@ -292,11 +378,18 @@ _GENERAL = (
     r"|taxpayer (?:ID|numbers?)|ID (?:numbers?|no\.?|nr\.?|#|codes?)"
     r"|social (?:security|insurance) (?:numbers?|no\.?|#|codes?)"
 )
-# An identifier's word right before a general label: the label names that identifier.
-_OTHER_IDENTIFIER = re.compile(
-    r"(?i)\b(?:order|invoice|tracking|customer|client|user|account|member|employee|staff"
-    r"|student|ticket|case|transaction|session|request|device|product|vendor|supplier"
-    r"|booking|patient|policy)\s*\Z"
+# The things other than a person that an identifier's number names
+_IDENTIFIED = (
+    r"order|invoice|tracking|customer|client|user|account|member|employee|staff|student"
+    r"|ticket|case|transaction|session|request|device|product|vendor|supplier|booking"
+    r"|patient|policy|parcel|package|shipment|payment|purchase|return"
+)
+# One of them right before a general label: the label names that identifier ("order ID
+# number") ...
+_OTHER_IDENTIFIER = re.compile(f"(?i)\\b(?:{_IDENTIFIED})\\s*\\Z")
+# ... or right after it ("the ID number of your order")
+_OF_OTHER_IDENTIFIER = re.compile(
+    f"(?i)\\s+(?:of|for|on)\\s+(?:(?:your|the|this|that|my|our|an?)\\s+)?(?:{_IDENTIFIED})\\b"
 )
 _EDGE_BEFORE = r"(?<![0-9A-Za-z])(?<![0-9A-Za-z][.\-/])"
 _EDGE_AFTER = r"(?![0-9A-Za-z])(?![.\-/][0-9A-Za-z])"
@@ -314,12 +407,12 @@ def _with_short_forms(words: str) -> str:
     return _SHORTENED_NUMBER.sub(lambda m: f"(?:nummer{m.group(1) or ''}|nr\\.?)", words)
 
 
-_NAMES = tuple(
-    "|".join(
-        [*map(_acronym, kind.acronyms), *([_with_short_forms(kind.words)] if kind.words else [])]
-    )
-    for kind in _KINDS
-)
+def _names(kind: _Kind, acronym: Callable[[str], str] = _acronym) -> str:
+    words = [_with_short_forms(kind.words)] if kind.words else []
+    return "|".join([*map(acronym, kind.acronyms), *words])
+
+
+_NAMES = tuple(map(_names, _KINDS))
 _CAMEL = "(?-i:(?<=[a-z])(?=[A-Z]))"
 
 
@@ -335,7 +428,8 @@ _LABELS = re.compile(
     + _joined("|".join(_NAMES))
     + f"|(?P<general>{_joined(_GENERAL)}))(?:(?![{_LATIN_LETTER}])|{_CAMEL})"
 )
-_NAMED_BY = tuple(re.compile(f"(?i:{_joined(names)})") for names in _NAMES)
+# which kinds a label found names (its context was read by ``_LABELS``)
+_NAMED_BY = tuple(re.compile(f"(?i:{_joined(_names(kind, _spelled))})") for kind in _KINDS)
 
 
 _SHAPES = tuple(re.compile(f"(?i){_EDGE_BEFORE}(?:{kind.shape}){_EDGE_AFTER}") for kind in _KINDS)
@@ -345,17 +439,40 @@ _ALONE = re.compile(
     + "|".join(f"(?P<a{index}>{kind.alone})" for index, kind in enumerate(_KINDS) if kind.alone)
     + f"){_EDGE_AFTER}"
 )
-# every kind's number holds seven digits or more, eight characters apart at most (a CURP's
-# six, seven letters, its check digit); numbers are searched for around these only
-_SEVEN_DIGITS = re.compile(r"\d(?:\D{0,8}\d){6}")
-_AROUND = 24  # a number reaches this far beyond its seven digits, at most
+# every kind's number but the ``lettered`` holds seven digits or more, eight characters
+# apart at most (a CURP's six, seven letters, its check digit); a lettered one, four in a
+# row after a letter (a PAN's four, a NINO's six in pairs). Numbers are searched for
+# around these only (one scan: group ``lettered``, where that kind's shape stands)
+_DIGIT_RUNS = re.compile(
+    r"\d(?:(?:\D{0,8}\d){6}|(?P<lettered>(?:(?<=[A-Za-z]\d)|(?<=[A-Za-z] \d))\d ?\d\d))"
+)
+_LETTERED = re.compile(
+    f"(?i){_EDGE_BEFORE}(?:"
+    + "|".join(kind.shape for kind in _KINDS if kind.lettered)
+    + f"){_EDGE_AFTER}"
+)
+_AROUND = 24  # a number reaches this far beyond its run of digits, at most
 _LABEL_REACH = _AFTER + 64  # how far before a number its label's start may be, at most
 
 
-#: each kind's python-stdnum module, by the kind's name
-KINDS = {kind.name: kind.module for kind in _KINDS}
-_MODULES = tuple(import_module(f"stdnum.{kind.module}") for kind in _KINDS)
-_VALIDATORS: tuple[Callable[[str], bool], ...] = tuple(module.is_valid for module in _MODULES)
+def _nino(number: str) -> bool:
+    """A UK National Insurance number by HMRC's rules (python-stdnum has none): two
+    prefix letters (not D, F, I, Q, U or V; the second not O; not BG, GB, KN, NK, NT, TN
+    or ZZ), six digits, a suffix A-D. HMRC's own example, QQ 12 34 56 C, is no one's."""
+    compact = re.sub(r"\s", "", number).upper()
+    return bool(
+        re.fullmatch(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\d{6}[A-D]", compact)
+        and compact[:2] not in {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
+    )
+
+
+_MODULES = tuple(import_module(f"stdnum.{kind.module}") if kind.module else None for kind in _KINDS)
+#: each kind's validator, by the kind's name
+KINDS: dict[str, Callable[[str], bool]] = {
+    kind.name: module.is_valid if module is not None else _nino
+    for kind, module in zip(_KINDS, _MODULES, strict=True)
+}
+_VALIDATORS = tuple(KINDS.values())
 
 
 @lru_cache(maxsize=8192)
@@ -365,12 +482,15 @@ def _valid(index: int, number: str) -> bool:
     return _VALIDATORS[index](number)
 
 
-# the kinds whose numbers encode the holder's birth date (stdnum reads it), by index
+# the kinds whose numbers encode the holder's birth date (stdnum reads it) and that are
+# found beside it, by index
 _BIRTH_DATE: dict[int, Callable[[str], datetime.date]] = {
     index: module.get_birth_date
-    for index, module in enumerate(_MODULES)
-    if hasattr(module, "get_birth_date")
+    for index, (kind, module) in enumerate(zip(_KINDS, _MODULES, strict=True))
+    if kind.born_on and module is not None and hasattr(module, "get_birth_date")
 }
+#: the same, by the kind's name
+BIRTH_DATES = {_KINDS[index].name: born for index, born in _BIRTH_DATE.items()}
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -387,7 +507,7 @@ def _around(
     runs: list[tuple[int, int]], size: int, before: int, after: int
 ) -> list[tuple[int, int]]:
     """The stretches of a text of ``size`` characters from ``before`` characters before each
-    of the ``runs`` (of seven digits) to ``after`` characters after it, merged: the costly
+    of the ``runs`` (of digits) to ``after`` characters after it, merged: the costly
     scans run there only."""
     return _merged([(max(0, start - before), min(size, end + after)) for start, end in runs])
 
@@ -395,7 +515,11 @@ def _around(
 def find_national_ids(text: str) -> list[Finding]:
     """National identity numbers whose check digits hold, named by a word or alone
     (module docstring); ``detail`` is the kind (``es_dni``, ``pl_pesel`` …)."""
-    runs = [run.span() for run in _SEVEN_DIGITS.finditer(text)]
+    runs = [
+        run.span()
+        for run in _DIGIT_RUNS.finditer(text)
+        if run.lastgroup is None or _LETTERED.search(text, max(0, run.start() - 8), run.end() + 8)
+    ]
     if not runs:
         return []
     found: dict[tuple[int, int], Finding] = {}
@@ -413,11 +537,13 @@ def find_national_ids(text: str) -> list[Finding]:
             if _valid(index, match.group()):
                 keep(match.start(), match.end(), index, ALONE)
     # a word that names a number starts at most ``_AFTER`` characters (and the word's
-    # length) before its seven digits, or ends at most ``_BEFORE`` after them
+    # length) before its run of digits, or ends at most ``_BEFORE`` after them
     for lo, hi in _around(runs, len(text), _LABEL_REACH, _BEFORE + _AROUND):
         for label in _LABELS.finditer(text, lo, hi):
             if label.lastgroup == "general":
-                if _OTHER_IDENTIFIER.search(text, max(0, label.start() - 24), label.start()):
+                if _OTHER_IDENTIFIER.search(
+                    text, max(0, label.start() - 24), label.start()
+                ) or _OF_OTHER_IDENTIFIER.match(text, label.end()):
                     continue
                 kinds: range | list[int] = range(len(_KINDS))
             else:  # a kind's own word, or a word several kinds share ("personnummer")

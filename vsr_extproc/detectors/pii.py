@@ -1,5 +1,5 @@
 """Personal data in free text: emails, phones, payment cards, IBANs, US SSNs, national
-identity and taxpayer numbers of 27 countries (``national_ids``), IP addresses, dates of
+identity and taxpayer numbers of 36 countries (``national_ids``), IP addresses, dates of
 birth and passport numbers, plus the MRZ and secret detectors of this package.
 
 Every detector is a pure function from text to ``Finding``s. Numbers that carry a checksum

@@ -711,6 +711,15 @@ CARD_NAMES = {
     "ua_rntrc": "RNTRC",
     "in_aadhaar": "AADHAAR",
     "cn_ric": "CITIZEN ID NUMBER",
+    "de_idnr": "STEUER-ID / TAX ID NO.",
+    "dk_cpr": "CPR-NR.",
+    "kr_rrn": "RESIDENT REGISTRATION NUMBER",
+    "jp_in": "INDIVIDUAL NUMBER",
+    "cz_rc": "RODNÉ ČÍSLO / PERSONAL NO.",
+    "za_idnr": "IDENTITY NUMBER",
+    "bg_egn": "EGN / PERSONAL NO.",
+    "in_pan": "PERMANENT ACCOUNT NUMBER",
+    "gb_nino": "NATIONAL INSURANCE NO.",
 }
 
 

@@ -1,7 +1,7 @@
 """National identity numbers in messages (``vsr-extproc eval pii``, beside ``pii.jsonl``).
 
 ``data/national_id_messages.json`` holds, per split, messages with one ``{id}`` slot
-naming (or not naming) one of the 28 kinds ``detectors.national_ids`` knows, in the kind's
+naming (or not naming) one of the 37 kinds ``detectors.national_ids`` knows, in the kind's
 language or in English, and messages with one ``{number}`` slot where a number that is not
 an identity stands (an order, an invoice, a phone, a build); and, apart
 (``with_birth_date``), forms and rows where a number named by nothing stands beside the
@@ -9,8 +9,9 @@ holder's birth date. ``dev`` was written beside the detector (and holds a set sc
 as ``test`` and then read); ``test``'s writers never saw the detector (its ``about`` says
 who wrote what). Each ``{id}`` is filled ``FILLS`` times with a number Faker's providers
 make for the kind's country (an implementation independent of python-stdnum, which the
-detector validates with; for Aadhaar and Chinese numbers, the first Faker draws that stdnum
-accepts), as Faker writes it or without its separators; each ``{number}`` with a number
+detector validates with; for Aadhaar, PAN, Czech and Chinese numbers, the first Faker draws
+that stdnum accepts) or, for the kinds Faker lacks, drawn here from each number's published
+rules (``GENERATED``), as written or without its separators; each ``{number}`` with a number
 that is not one but shares the shapes: random digits of 8–13 (some in groups), a phone
 number of one of the kinds' countries, an EAN-13, a Unix time or a date-stamped order
 number, under the split's own seed.
@@ -23,7 +24,6 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +62,135 @@ PROVIDERS = {
     "ua_rntrc": ("uk_UA", "ssn"),
     "in_aadhaar": ("en_IN", "aadhaar_id"),
     "cn_ric": ("zh_CN", "ssn"),
+    "in_pan": ("en_IN", "pan"),
+    "cz_rc": ("cs_CZ", "birth_number"),
 }
-# Faker's Aadhaar numbers are random digits (one in ten passes the Verhoeff check) and its
-# Chinese numbers name birthplaces no register holds: of those, the valid ones are drawn
-DRAWN_VALID = frozenset({"in_aadhaar", "cn_ric"})
+# Faker's Aadhaar numbers are random digits (one in ten passes the Verhoeff check), its
+# Chinese numbers name birthplaces no register holds, and one in a thousand of its PANs and
+# one in fifty of its Czech birth numbers break their rules: of those, the valid ones are
+# drawn
+DRAWN_VALID = frozenset({"in_aadhaar", "cn_ric", "in_pan", "cz_rc"})
 _LIVING = datetime.date(1900, 1, 1)  # the earliest birth date a form's reader accepts
 # the separators people leave out (a Finnish number's ``-``/``A``/``+`` is its century)
 _SEPARATORS = re.compile(r"[ .\-/]")
 _KEEPS_ITS_SEPARATOR = frozenset({"fi_hetu"})
+
+
+def _born(chooser: random.Random) -> datetime.date:
+    return datetime.date(1940, 1, 1) + datetime.timedelta(chooser.randrange(24_000))
+
+
+def _digits(chooser: random.Random, count: int) -> list[int]:
+    return [chooser.randrange(10) for _ in range(count)]
+
+
+_NO_PREFIX = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
+
+
+def _gb_nino(chooser: random.Random) -> str:
+    """Two prefix letters (neither D, F, I, Q, U nor V, the second not O; not BG, GB, KN,
+    NK, NT, TN or ZZ), six digits, a suffix A-D; spaced in pairs or not."""
+    letters = "ABCEGHJKLMNPRSTWXYZ"
+    while (prefix := chooser.choice(letters) + chooser.choice(letters)) in _NO_PREFIX:
+        pass
+    digits = "".join(map(str, _digits(chooser, 6)))
+    suffix = chooser.choice("ABCD")
+    if chooser.random() < 0.5:
+        return f"{prefix} {digits[:2]} {digits[2:4]} {digits[4:]} {suffix}"
+    return f"{prefix}{digits}{suffix}"
+
+
+def _de_idnr(chooser: random.Random) -> str:
+    """Ten digits, one of them twice, the rest once, not starting with 0; ISO 7064
+    MOD 11,10's check digit."""
+    while True:
+        twice = chooser.randrange(10)
+        others = chooser.sample([d for d in range(10) if d != twice], 8)
+        digits = [twice, twice, *others]
+        chooser.shuffle(digits)
+        if digits[0]:
+            break
+    product = 10
+    for digit in digits:
+        total = (digit + product) % 10 or 10
+        product = 2 * total % 11
+    digits.append((11 - product) % 10)
+    text = "".join(map(str, digits))
+    return f"{text[:2]} {text[2:5]} {text[5:8]} {text[8:]}" if chooser.random() < 0.3 else text
+
+
+def _dk_cpr(chooser: random.Random) -> str:
+    """The birth date as DDMMYY, a seventh digit that gives its century (0-3 for 1900-1999,
+    4 for 2000-2036), three more."""
+    born = _born(chooser)
+    century = chooser.randrange(4) if born.year < 2000 else 4
+    serial = "".join(map(str, [century, *_digits(chooser, 3)]))
+    return f"{born:%d%m%y}-{serial}"
+
+
+def _kr_rrn(chooser: random.Random) -> str:
+    """YYMMDD, a digit for sex and century (1-2: 1900s, 3-4: 2000s), a place of birth
+    (00-95), three more, and the check digit: 11 less the weighted sum (2-9, 2-5) modulo
+    11, modulo 10."""
+    born = _born(chooser)
+    sex = chooser.choice((1, 2)) + (2 if born.year >= 2000 else 0)
+    place = chooser.randrange(96)
+    digits = [int(c) for c in f"{born:%y%m%d}{sex}{place:02}"] + _digits(chooser, 3)
+    weights = (2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5)
+    digits.append((11 - sum(w * d for w, d in zip(weights, digits, strict=True)) % 11) % 10)
+    text = "".join(map(str, digits))
+    return f"{text[:6]}-{text[6:]}"
+
+
+def _jp_in(chooser: random.Random) -> str:
+    """Eleven digits and the check digit of the Individual Number's ordinance: the n-th
+    digit from the right weighted n+1 (n ≤ 6) or n-5; 11 less the sum modulo 11, 0 for a
+    remainder of 0 or 1."""
+    digits = _digits(chooser, 11)
+    total = sum(d * (n + 1 if n <= 6 else n - 5) for n, d in enumerate(reversed(digits), 1))
+    digits.append(0 if total % 11 <= 1 else 11 - total % 11)
+    text = "".join(map(str, digits))
+    return f"{text[:4]} {text[4:8]} {text[8:]}" if chooser.random() < 0.5 else text
+
+
+def _luhn_digit(digits: list[int]) -> int:
+    total = 0
+    for n, digit in enumerate(reversed(digits)):
+        doubled = digit * 2 if n % 2 == 0 else digit
+        total += doubled - 9 if doubled > 9 else doubled
+    return (10 - total % 10) % 10
+
+
+def _za_idnr(chooser: random.Random) -> str:
+    """YYMMDD, four digits (the sex), citizenship (0 or 1), an 8, a Luhn check digit."""
+    digits = [int(c) for c in f"{_born(chooser):%y%m%d}"] + _digits(chooser, 4)
+    digits += [chooser.choice((0, 1)), 8]
+    digits.append(_luhn_digit(digits))
+    return "".join(map(str, digits))
+
+
+def _bg_egn(chooser: random.Random) -> str:
+    """YYMMDD (the month plus 40 for a birth from 2000), three digits, a check digit
+    (weights 2, 4, 8, 5, 10, 9, 7, 3, 6, modulo 11, 10 read as 0)."""
+    born = _born(chooser)
+    month = born.month + (40 if born.year >= 2000 else 0)
+    digits = [int(c) for c in f"{born:%y}{month:02}{born:%d}"] + _digits(chooser, 3)
+    weights = (2, 4, 8, 5, 10, 9, 7, 3, 6)
+    digits.append(sum(w * d for w, d in zip(weights, digits, strict=True)) % 11 % 10)
+    return "".join(map(str, digits))
+
+
+#: the kinds no Faker provider makes (or makes only as a reserved dummy: its NINOs all
+#: start with ZZ): drawn here from each number's published rules, not python-stdnum's code
+GENERATED: dict[str, Callable[[random.Random], str]] = {
+    "gb_nino": _gb_nino,
+    "de_idnr": _de_idnr,
+    "dk_cpr": _dk_cpr,
+    "kr_rrn": _kr_rrn,
+    "jp_in": _jp_in,
+    "za_idnr": _za_idnr,
+    "bg_egn": _bg_egn,
+}
 
 
 def _fakers(split: str) -> list[Any]:
@@ -85,8 +206,14 @@ def _fakers(split: str) -> list[Any]:
 
 # each kind's Faker seed is its place here: the first 24 in alphabetical order, then the
 # kinds added since, so that a kind's numbers stay the same when kinds are added
-_ADDED = ("us_itin", "ua_rntrc", "in_aadhaar", "cn_ric")
-_SEED_ORDER = (*sorted(kind for kind in PROVIDERS if kind not in _ADDED), *_ADDED)
+_ADDED = (
+    "us_itin", "ua_rntrc", "in_aadhaar", "cn_ric", "in_pan", "cz_rc", "gb_nino", "de_idnr",
+    "dk_cpr", "kr_rrn", "jp_in", "za_idnr", "bg_egn",
+)  # fmt: skip
+_SEED_ORDER = (
+    *sorted(kind for kind in PROVIDERS if kind not in _ADDED),
+    *(kind for kind in _ADDED),
+)
 
 
 def _numbers(split: str) -> dict[str, Callable[[], str]]:
@@ -107,12 +234,15 @@ def _maker(kind: str, seed: int) -> Callable[[], str]:
 
     from vsr_extproc.detectors.national_ids import KINDS
 
+    if kind in GENERATED:
+        chooser = random.Random(seed)
+        return lambda: GENERATED[kind](chooser)
     locale, method = PROVIDERS[kind]
     faker = Faker(locale)
     faker.seed_instance(seed)
     make = getattr(faker, method)
     if kind in DRAWN_VALID:
-        return _valid_only(make, import_module(f"stdnum.{KINDS[kind]}").is_valid)
+        return _valid_only(make, KINDS[kind])
     return lambda: str(make())
 
 
@@ -204,11 +334,9 @@ def national_id_rows(split: str, part: str = "named") -> list[dict[str, Any]]:
 
 
 def _birth_date(kind: str, number: str) -> datetime.date:
-    from vsr_extproc.detectors.national_ids import KINDS
+    from vsr_extproc.detectors.national_ids import BIRTH_DATES
 
-    module = import_module(f"stdnum.{KINDS[kind]}")
-    date: datetime.date = module.get_birth_date(number)
-    return date
+    return BIRTH_DATES[kind](number)
 
 
 def evaluate_national_ids(split: str, part: str = "named") -> dict[str, Any]:
