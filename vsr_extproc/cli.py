@@ -433,9 +433,9 @@ def _eval(args: argparse.Namespace) -> int:
                 f"--more: SCENARIO must be one of {', '.join([*COUNTS, *STRESS_SETS])}, "
                 f"not {scenario!r}"
             )
-        if STRESS_SETS.get(scenario, args.split) != args.split:
+        if args.split not in STRESS_SETS.get(scenario, (args.split,)):
             raise SystemExit(
-                f"--more: {scenario} is drawn for --split {STRESS_SETS[scenario]} only"
+                f"--more: {scenario} is drawn for --split {' or '.join(STRESS_SETS[scenario])} only"
             )
         if not scale.isdigit() or int(scale) < 1:
             raise SystemExit(f"--more: SCALE must be a whole number of at least 1, not {scale!r}")

@@ -262,3 +262,30 @@ def test_the_held_out_forms_with_birth_dates_are_found() -> None:
     assert report["total"] == 112
     assert report["found"] >= 106, report["errors"]
     assert report["texts_without_one"] == {"flagged": 0, "total": 60}
+
+
+@pytest.mark.parametrize(
+    ("read", "kind"),
+    [
+        ("DNINUM 69223882T", "es_dni"),  # a name run into the next word
+        ("RODNECISLOPERSONALNO. 280901/258", "cz_rc"),
+        ("CODICE FISCALE MLPGCN20R54G7340", "it_cf"),  # its check letter O read as 0
+        ("PESEL: 76101388I30", "pl_pesel"),  # a 1 read as I
+        ("NI number: NG6O1815A", "gb_nino"),
+    ],
+)
+def test_text_read_from_an_image_is_read_through_ocrs_slips(read: str, kind: str) -> None:
+    assert find_national_ids(read) == []
+    assert [f.detail for f in find_national_ids(read, read=True)] == [kind]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        "Order ABCDE1234F",  # no name
+        "PESEL: 76101388I31",  # repaired, the check still fails
+        "CODICE FISCALE MLPGCN20R54G7341",
+    ],
+)
+def test_repairing_ocrs_slips_invents_no_number(read: str) -> None:
+    assert find_national_ids(read, read=True) == []

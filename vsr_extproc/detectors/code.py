@@ -219,6 +219,12 @@ _COMMENT = re.compile(
 # marks OCR lost, or in a README's example. (No look-alike image of the corpus's ``dev``
 # split shows more than two; see ``code_score``.)
 _CLEAR_LINE = 0.1
+# on a screen where fewer lines than this say anything either way, no line shows a cue of
+# code and code's punctuation is scarce (under half the density that saturates), the
+# line model's word alone does not make lines code: an identity card's "PITCAIRN (ILES)"
+# among its labels would otherwise make the card code (a screen of TEAL's "==" and "&&"
+# lines, muted as too short, is code by its punctuation)
+_MODEL_ALONE_NEEDS = 3
 _MUTE = 0.5  # what the line model says of a line too short to tell
 # a line that is a file's name alone: an IDE's file tree or an editor's tab, which OCR
 # reads as lines of their own; chrome, not code or prose
@@ -507,7 +513,7 @@ def _weigh(
     alone on their line, and the next docstring's opening quotes then closed the block
     instead, muting the code between them."""
     lines = [line for line, _ in screen]
-    code_lines = strong_lines = prose_lines = mute_lines = 0
+    code_lines = strong_lines = prose_lines = mute_lines = model_alone = 0
     # the end of the block comment the lines are in; a screen may begin inside one
     closer: str | None = _open_at_start(lines)
     uncommented: list[str] = []  # the code's own lines: punctuation is counted on them
@@ -553,12 +559,15 @@ def _weigh(
         elif cues:
             code_lines += 1
             strong_lines += cues >= 2
+            model_alone += cues == 1 and likely >= LINE_MODEL_THRESHOLD and not prompted
         elif likely == _MUTE:
             mute_lines += 1
     code = "\n".join(uncommented) if uncommented else "\n".join(lines)
     visible = sum(not char.isspace() for char in code) or 1
     punctuation = sum(char in _CODE_PUNCTUATION for char in code) / visible
     counted = max(1, len(lines) - mute_lines)
+    if counted < _MODEL_ALONE_NEEDS and code_lines == model_alone and punctuation < 0.03:
+        code_lines = 0
     score = (
         0.6 * code_lines / counted
         + 0.25 * min(1.0, punctuation / 0.06)

@@ -421,13 +421,17 @@ def _joined(names: str) -> str:
     return names.replace(" ", "[ _-]?")
 
 
-_LABELS = re.compile(
+_ANY_NAME = (
     # (the look-ahead for a letter first: it fails at once on digits, and a text the label
     # scan reads is one with many digits)
     f"(?i)(?=[^\\W\\d_])(?:(?<![{_LATIN_LETTER}])|{_CAMEL})(?:"
     + _joined("|".join(_NAMES))
-    + f"|(?P<general>{_joined(_GENERAL)}))(?:(?![{_LATIN_LETTER}])|{_CAMEL})"
+    + f"|(?P<general>{_joined(_GENERAL)}))"
 )
+_LABELS = re.compile(f"{_ANY_NAME}(?:(?![{_LATIN_LETTER}])|{_CAMEL})")
+# in text read from an image, a name may run into the next word: OCR drops the spaces
+# between a card's capitals ("DNINUM", "RODNECISLOPERSONALNO.")
+_READ_LABELS = re.compile(_ANY_NAME)
 # which kinds a label found names (its context was read by ``_LABELS``)
 _NAMED_BY = tuple(re.compile(f"(?i:{_joined(_names(kind, _spelled))})") for kind in _KINDS)
 
@@ -512,9 +516,78 @@ def _around(
     return _merged([(max(0, start - before), min(size, end + after)) for start, end in runs])
 
 
-def find_national_ids(text: str) -> list[Finding]:
+def find_national_ids(text: str, *, read: bool = False) -> list[Finding]:
     """National identity numbers whose check digits hold, named by a word or alone
-    (module docstring); ``detail`` is the kind (``es_dni``, ``pl_pesel`` …)."""
+    (module docstring); ``detail`` is the kind (``es_dni``, ``pl_pesel`` …).
+
+    ``read``: the text was read from an image, whose OCR may run a name into the next word
+    and misread a character as its look-alike: a number is also looked for as each kind's
+    layout would repair it (``_repairs``), where the text as read holds none."""
+    found = _numbers_in(text, read)
+    if read:
+        for repaired in _repairs(text):
+            for finding in _numbers_in(repaired, read):
+                if not any(finding.start < f.end and f.start < finding.end for f in found):
+                    found.append(finding)
+        found.sort(key=lambda finding: finding.start)
+    return found
+
+
+# OCR's look-alikes: a letter where a digit belongs, a digit where a letter belongs
+_AS_DIGIT = dict(zip("OoQDIl|SsBZzG", "0001111558226", strict=True))
+_AS_LETTER = dict(zip("015826", "OISBZG", strict=True))
+# the mixed kinds' layouts, letter (L) or digit (D) by position; "." either
+_LAYOUTS = (
+    "LLLLLLDDLDDLDDDL",  # a codice fiscale
+    "LLLLDDDDDDLLLLLL.D",  # a CURP
+    "LLLLLDDDDL",  # a PAN
+    "LLDDDDDDL",  # a NINO
+    "DDDDDDDDL",  # a DNI
+    "LDDDDDDDL",  # an NIE
+)
+_TOKEN = re.compile(r"[0-9A-Za-z|]+")
+_DIGIT = re.compile(r"\d")
+
+
+def _repairs(text: str) -> Iterator[str]:
+    """``text`` with its tokens that hold a digit read as a number would be: each mixed
+    layout applied to the tokens of its length, and the look-alike letters of mostly-digit
+    tokens made digits. One character for one, so that spans stay where they were."""
+    tokens = [match.span() for match in _TOKEN.finditer(text) if _DIGIT.search(match.group())]
+
+    def rewritten(fix: Callable[[str], str | None]) -> str | None:
+        pieces, last, changed = [], 0, False
+        for start, end in tokens:
+            new = fix(text[start:end])
+            if new is not None and new != text[start:end]:
+                pieces += [text[last:start], new]
+                last, changed = end, True
+        return "".join([*pieces, text[last:]]) if changed else None
+
+    def digits(token: str) -> str | None:
+        if 2 * sum(char.isdigit() for char in token) < len(token):
+            return None
+        return "".join(_AS_DIGIT.get(char, char) for char in token)
+
+    for layout in _LAYOUTS:
+
+        def laid_out(token: str, layout: str = layout) -> str | None:
+            if len(token) != len(layout):
+                return None
+            return "".join(
+                _AS_DIGIT.get(char, char) if place == "D" else
+                _AS_LETTER.get(char, char) if place == "L" else char
+                for char, place in zip(token.upper(), layout, strict=True)
+            )  # fmt: skip
+
+        if (repaired := rewritten(laid_out)) is not None:
+            yield repaired
+    if (repaired := rewritten(digits)) is not None:
+        yield repaired
+
+
+def _numbers_in(text: str, read: bool) -> list[Finding]:
+    """``find_national_ids`` on ``text`` as it stands."""
     runs = [
         run.span()
         for run in _DIGIT_RUNS.finditer(text)
@@ -539,7 +612,7 @@ def find_national_ids(text: str) -> list[Finding]:
     # a word that names a number starts at most ``_AFTER`` characters (and the word's
     # length) before its run of digits, or ends at most ``_BEFORE`` after them
     for lo, hi in _around(runs, len(text), _LABEL_REACH, _BEFORE + _AROUND):
-        for label in _LABELS.finditer(text, lo, hi):
+        for label in (_READ_LABELS if read else _LABELS).finditer(text, lo, hi):
             if label.lastgroup == "general":
                 if _OTHER_IDENTIFIER.search(
                     text, max(0, label.start() - 24), label.start()

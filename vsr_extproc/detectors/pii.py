@@ -740,6 +740,15 @@ _DETECTORS: dict[FindingType, Detector] = {
     ),
     FindingType.ADDRESS: find_addresses,
 }
+# the same for text read from an image
+_READ_DETECTORS = {
+    **_DETECTORS,
+    FindingType.NATIONAL_ID: lambda text: find_national_ids(text, read=True),
+}
+
+
+def _detectors(read: bool) -> dict[FindingType, Detector]:
+    return _READ_DETECTORS if read else _DETECTORS
 
 
 def find_pii(
@@ -747,11 +756,13 @@ def find_pii(
     types: Collection[FindingType] | None = None,
     *,
     phone_regions: Sequence[str] = DEFAULT_PHONE_REGIONS,
+    read: bool = False,
 ) -> list[Finding]:
     """Findings of the requested ``types`` (all when None), without overlaps, by start.
 
     Names of people and organisations need a named-entity model (``runtime.entities``);
-    this never returns them.
+    this never returns them. ``read``: the text was read from an image (OCR runs a
+    card's words together, which the names of national identity numbers then allow).
 
     When PHONE is requested the other detectors run too, so that a number better explained
     by another type (a card, an IBAN, a date of birth) is not reported as a phone; the
@@ -766,19 +777,21 @@ def find_pii(
         # alone give the same findings (an address scan costs ~0.5 µs a character)
         return [
             finding
-            for kind, detect in _DETECTORS.items()
+            for kind, detect in _detectors(read).items()
             if kind in wanted
             for finding in detect(text)
             if finding.type in wanted
         ]
-    findings, candidates = pii_without_phones(text)
+    findings, candidates = pii_without_phones(text, read=read)
     if FindingType.PHONE in wanted:
         phones = phones_at(text, candidates, tuple(phone_regions))
         findings = merge_phones(findings, phones)
     return [finding for finding in findings if finding.type in wanted]
 
 
-def pii_without_phones(text: str) -> tuple[list[Finding], list[tuple[int, int]]]:
+def pii_without_phones(
+    text: str, *, read: bool = False
+) -> tuple[list[Finding], list[tuple[int, int]]]:
     """Every cheap detector's findings (overlaps not yet resolved), and the digit runs left
     for the phone matcher.
 
@@ -786,7 +799,7 @@ def pii_without_phones(text: str) -> tuple[list[Finding], list[tuple[int, int]]]
     caller that must keep each piece of CPU work short runs ``phones_at`` in batches.
     """
     findings: list[Finding] = []
-    for detect in _DETECTORS.values():
+    for detect in _detectors(read).values():
         findings.extend(detect(text))
     explained = [(finding.start, finding.end) for finding in findings]
     return findings, phone_candidates(text, explained)

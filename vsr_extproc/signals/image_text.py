@@ -287,7 +287,7 @@ class TextDetector:
     def _document(self, text: str) -> Detected:
         found = [
             finding
-            for finding in find_pii(text, _IDENTIFYING)
+            for finding in find_pii(text, _IDENTIFYING, read=True)
             if finding.confidence >= self.min_confidence
         ]
         form = _reads_as_form(text)
@@ -314,7 +314,7 @@ class TextDetector:
 
     def _findings(self, text: str) -> Detected:
         if self.detect == "pii":
-            found = find_pii(text, self.types)
+            found = find_pii(text, self.types, read=True)
             kinds = [finding.type.value for finding in found]
         else:
             # every secret is of type "secret"; its kind (aws_access_key, password) says more;
