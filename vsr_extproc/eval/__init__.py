@@ -578,6 +578,42 @@ def evaluate_safety(
     }
 
 
+HOMONYMS = DATA / "homonym_requests.json"
+
+
+def evaluate_homonyms(
+    models: TextModels, model: Any, threshold: float, split: str, other: Any = None
+) -> dict[str, Any]:
+    """Requests that use words of harm in a harmless sense ("How can I kill a cold fast?",
+    "bath bombs that fizz"), and harmful ones in the same words (``test`` only): how many
+    the fitted safety model flags at ``threshold``, by kind, and the flagged harmless ones
+    (``data/homonym_requests.json``: who wrote what)."""
+    rows = orjson.loads(HOMONYMS.read_bytes())[split]
+    scores = safety_probabilities(models, model, [row["text"] for row in rows], other).sum(axis=1)
+    flagged = scores >= threshold
+    return {
+        "split": split,
+        "threshold": threshold,
+        "per_label": {
+            label: {
+                "count": sum(row["label"] == label for row in rows),
+                "flagged": int(
+                    sum(
+                        hit for row, hit in zip(rows, flagged, strict=True) if row["label"] == label
+                    )
+                ),
+            }
+            for label in sorted({row["label"] for row in rows})
+        },
+        "per_kind": _groups(rows, flagged, "kind"),
+        "benign_flagged": [
+            {"text": row["text"], "score": round(float(score), 3)}
+            for row, score, hit in zip(rows, scores, flagged, strict=True)
+            if hit and row["label"] == "benign"
+        ],
+    }
+
+
 def recall_at_fpr(scores: np.ndarray, labels: np.ndarray, max_fpr: float) -> tuple[float, float]:
     """The best recall whose false-positive rate stays ≤ ``max_fpr``, and its threshold."""
     benign = np.sort(scores[labels == 0])[::-1]
@@ -715,6 +751,8 @@ def run(
     if task == "safety":
         model, threshold, other, guard = safety_model(models, config)
         report = evaluate_safety(models, model, threshold, rows, other, guard)
+        if public:
+            report["homonyms"] = evaluate_homonyms(models, model, threshold, split, other)
     elif task == "domain":
         report = evaluate_domain(models, rows)
         if data is None:
@@ -872,5 +910,15 @@ def summary(report: dict[str, Any]) -> str:
         for name, row in report["per_source"].items():
             lines.append(
                 f"  {name:<36} flagged {row['flagged']:>3}/{row['count']:<3} {row['rate']:.3f}"
+            )
+        if "homonyms" in report:
+            homonyms = report["homonyms"]
+            counts = ", ".join(
+                f"{label} flagged {row['flagged']}/{row['count']}"
+                for label, row in homonyms["per_label"].items()
+            )
+            lines.append(
+                f"words of harm in a harmless sense (split {homonyms['split']}, at "
+                f"{homonyms['threshold']:.2f}): {counts}"
             )
     return "\n".join(lines)
