@@ -761,8 +761,9 @@ def find_pii(
     """Findings of the requested ``types`` (all when None), without overlaps, by start.
 
     Names of people and organisations need a named-entity model (``runtime.entities``);
-    this never returns them. ``read``: the text was read from an image (OCR runs a
-    card's words together, which the names of national identity numbers then allow).
+    this never returns them. ``read``: the text was read from an image; OCR runs a
+    card's words together and reads a character as its look-alike, which the national
+    identity numbers then allow for (``find_national_ids``).
 
     When PHONE is requested the other detectors run too, so that a number better explained
     by another type (a card, an IBAN, a date of birth) is not reported as a phone; the
