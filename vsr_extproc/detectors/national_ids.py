@@ -463,11 +463,12 @@ def _nino(number: str) -> bool:
     """A UK National Insurance number by HMRC's rules (python-stdnum has none): two
     prefix letters (not D, F, I, Q, U or V; the second not O; not BG, GB, KN, NK, NT, TN
     or ZZ), six digits, a suffix A-D. HMRC's own example, QQ 12 34 56 C, is no one's."""
-    compact = re.sub(r"\s", "", number).upper()
-    return bool(
-        re.fullmatch(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\d{6}[A-D]", compact)
-        and compact[:2] not in {"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"}
-    )
+    compact = "".join(number.split()).upper()
+    return bool(_NINO.fullmatch(compact)) and compact[:2] not in _NO_NINO_PREFIX
+
+
+_NINO = re.compile(r"[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]\d{6}[A-D]")
+_NO_NINO_PREFIX = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
 
 
 _MODULES = tuple(import_module(f"stdnum.{kind.module}") if kind.module else None for kind in _KINDS)

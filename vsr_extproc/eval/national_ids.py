@@ -212,7 +212,7 @@ _ADDED = (
 )  # fmt: skip
 _SEED_ORDER = (
     *sorted(kind for kind in PROVIDERS if kind not in _ADDED),
-    *(kind for kind in _ADDED),
+    *_ADDED,
 )
 
 
