@@ -59,6 +59,61 @@ def test_text_about_passwords_without_one_holds_no_secret(text: str) -> None:
     assert _secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        ("log in with Tr0ub4dor&3 and change it once you're in", ["Tr0ub4dor&3"]),
+        ("it's admin / Kq8#mLp2x for the router page", ["Kq8#mLp2x"]),
+        ("the staging box: the admin login is root:monkey4043", ["monkey4043"]),
+        ("I typed f4lc0n36 three times and now I'm locked out", ["f4lc0n36"]),
+        ("netflix: mum@example.org Summer1997* (don't buy films)", ["Summer1997*"]),
+        ("Für den Büro-PC: Benutzer empfang, danach Xy7#pQ2!k eingeben.", ["Xy7#pQ2!k"]),
+        ("tried Kq8#mLp2xZ and it still refuses", ["Kq8#mLp2xZ"]),  # strong, no other word
+        ("The safe in the back office opens with 4708. Lock it again, please.", ["4708"]),
+        ("Garage door keypad: 190283, then enter.", ["190283"]),
+        # a user's name told first, then the secret, in any words
+        ("Hola, no puedo entrar. Usuario: lgarcia, y le doy a Tr0ub4dor&3 y nada", ["Tr0ub4dor&3"]),
+        ("the Windows login is lemon#6218 and I need the photos off it", ["lemon#6218"]),
+        # a PIN in a sentence about a card or a lock that failed or was set
+        ("the hotel safe won't open, I set it to 82619838 last night", ["82619838"]),
+        ("El cajero me dice que 28889 es incorrecto, ¿me bloquearán la tarjeta?", ["28889"]),
+    ],
+)
+def test_a_credential_no_word_names_is_found_where_it_stands(text: str, secrets: list[str]) -> None:
+    assert _secrets(text) == secrets
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can't log in as jdoe_42 since this morning, getting ERR_CONNECTION_RESET",
+        "use SAVE20 at checkout, my account shows the discount",
+        "connect to HomeNet_5G, not HomeNet_2G, then log in again",
+        "enter 192.168.0.1 in the browser to reach the router login",
+        "my order ORD-88213 still shows processing and I can't log in to track it",
+        "the new router is an RT-AX88U and the admin page is fine",
+        "restore the server from backup_2024-03.tar.gz, then sign in",
+        "Room 1204: the door lock is stuck again",
+        "Phone: (323) 555-1234, the gate is open till six",
+        "The admin account uses sha256 hashing and the vpn uses aes256gcm",
+        "use python3.11 on the server and log in as deploy",
+        "set it to 50mbps on the router admin page",
+        "m2_alice, m2__alice = HKDF(nil, s_, nil) on the server",  # code
+        "Log in with ways:First and user:Second",  # words run together
+        "I changed it to dark mode and now I can't find the login button",
+        "follow @mike_88 for the router firmware, he logs in to every model",
+        "no me deja entrar a la app, ¿tiene que ver con que mi usuario sea carlos_r77?",
+        "My card was declined twice at 1430 today, the amount was 2500",
+        "The card ending in 4242 was declined and the gift card 6741 4382 1911 9019 too",
+        "Customer record\nPhone: 07687 98875\nCard: 6011 9541 0499 0165",
+        "Does a 12-character passphrase beat an 8-character random one?",
+        "Was 9/11 Justified?ChatGPT: I can't log in to answer that",
+    ],
+)
+def test_look_alikes_of_credentials_in_talk_about_getting_in_are_not_secrets(text: str) -> None:
+    assert _secrets(text) == []
+
+
 def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> None:
     text = "the new password is passwd=Tr0ub4dor&3"
     findings = find_pii(text, {FindingType.SECRET})
@@ -66,14 +121,16 @@ def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> N
 
 
 def test_credentials_in_sentences_meet_their_measured_levels() -> None:
-    """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences (measured:
-    passwords 66/90, PINs 18/30, none of the 40 texts about passwords without one flagged;
-    before the sentences were read: 0/90 and 0/30)."""
+    """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences. Measured:
+    passwords 219/430, PINs 78/130, none of the 260 texts without one flagged; of the
+    credentials no word names, a fifth writer's 47/178 (before they were looked for: 4/178),
+    a fourth's 82/148 (its misses read after it was first scored)."""
     from vsr_extproc.eval.credentials import evaluate_credentials
 
     report = evaluate_credentials("test")
-    assert report["passwords"]["total"] == 90
-    assert report["passwords"]["found"] >= 63
-    assert report["pins"]["found"] >= 16
-    assert report["texts_without_a_credential"]["flagged"] == 0
+    assert report["passwords"]["total"] == 430
+    assert report["passwords"]["found"] >= 210
+    assert report["pins"]["found"] >= 74
+    assert report["unnamed_by_writer"]["5"]["found"] >= 44
+    assert report["texts_without_a_credential"] == {"flagged": 0, "total": 260}
     assert report["other_findings_in_texts_with_one"] == 0

@@ -845,13 +845,19 @@ def summary(report: dict[str, Any]) -> str:
                 f"min recall {report['min_recall']:.3f}"
             )
             told = report["credentials_in_sentences"]
+            unnamed = ", ".join(
+                f"writer {writer} {count['found']}/{count['total']}"
+                for writer, count in told["unnamed_by_writer"].items()
+            )
+            without = told["texts_without_a_credential"]
             lines.append(
                 f"credentials told in sentences (split {told['split']}): passwords "
                 f"{told['passwords']['found']}/{told['passwords']['total']}, PINs "
-                f"{told['pins']['found']}/{told['pins']['total']}; texts about passwords "
-                f"without one flagged {told['texts_without_a_credential']['flagged']}/"
-                f"{told['texts_without_a_credential']['total']}; other findings in texts "
-                f"with one {told['other_findings_in_texts_with_one']}"
+                f"{told['pins']['found']}/{told['pins']['total']} (named by no word: "
+                f"{told['unnamed']['found']}/{told['unnamed']['total']}; {unnamed}); texts "
+                f"about passwords and look-alikes without one flagged {without['flagged']}/"
+                f"{without['total']}; other findings in texts with one "
+                f"{told['other_findings_in_texts_with_one']}"
             )
             for key, what in (
                 ("national_ids", "national identity numbers"),

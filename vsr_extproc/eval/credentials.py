@@ -74,7 +74,10 @@ def credential_rows(split: str) -> list[dict[str, Any]]:
         for _ in range(FILLS):
             value = (_pin if kind == "pin" else _password)(split, chooser)
             text = template[:start] + value + template[start + len("{secret}") :]
-            rows.append({"text": text, "spans": [(start, start + len(value))], "kind": kind})
+            rows.append({
+                "text": text, "spans": [(start, start + len(value))], "kind": kind,
+                "named": message.get("named"), "writer": message.get("writer"),
+            })  # fmt: skip
     rows += [{"text": text, "spans": [], "kind": "none"} for text in messages["without_secret"]]
     return rows
 
@@ -99,6 +102,11 @@ def evaluate_credentials(split: str) -> dict[str, Any]:
         hit = any(a < end and start < b for a, b in found)
         tally[f"{row['kind']}_total"] += 1
         tally[f"{row['kind']}_found"] += hit
+        if row["named"] is False:
+            tally["unnamed_total"] += 1
+            tally["unnamed_found"] += hit
+            tally[f"unnamed_total_{row['writer']}"] += 1
+            tally[f"unnamed_found_{row['writer']}"] += hit
         tally["other_spans"] += sum(not (a < end and start < b) for a, b in found)
         if not hit:
             errors.append({"text": text, "missed": text[start:end]})
@@ -106,6 +114,16 @@ def evaluate_credentials(split: str) -> dict[str, Any]:
         "split": split,
         "passwords": {"found": tally["password_found"], "total": tally["password_total"]},
         "pins": {"found": tally["pin_found"], "total": tally["pin_total"]},
+        # of those, the later writers' credentials that no word names (both kinds)
+        "unnamed": {"found": tally["unnamed_found"], "total": tally["unnamed_total"]},
+        "unnamed_by_writer": {
+            key.removeprefix("unnamed_total_"): {
+                "found": tally[key.replace("total", "found")],
+                "total": total,
+            }
+            for key, total in sorted(tally.items())
+            if key.startswith("unnamed_total_")
+        },
         "texts_without_a_credential": {"flagged": tally["flagged"], "total": tally["without"]},
         "other_findings_in_texts_with_one": tally["other_spans"],
         "errors": errors,
