@@ -114,6 +114,36 @@ def test_look_alikes_of_credentials_in_talk_about_getting_in_are_not_secrets(tex
     assert _secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        ("我的密码是Kq8#mLp2x，一直登录不了", ["Kq8#mLp2x"]),
+        ("パスワードは「Tr0ub4dor&3」です。ログインできません", ["Tr0ub4dor&3"]),
+        ("비밀번호는 monkey4043이에요. 근데 자꾸 틀렸대요", ["monkey4043"]),
+        ("كلمة المرور هي Xy7#pQ2!k لكن الموقع يرفضها", ["Xy7#pQ2!k"]),
+        ("银行卡密码 3851 会不会太好猜？", ["3851"]),
+        ("نام کاربری reza_m و Kq8#mLp2x، لاگین نمی‌شه", ["Kq8#mLp2x"]),
+        ("登入時輸入Monkey1990*一直跳出錯誤訊息", ["Monkey1990*"]),
+    ],
+)
+def test_a_credential_in_another_script_is_found(text: str, secrets: list[str]) -> None:
+    assert _secrets(text) == secrets
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "请输入密码以保护新的 PKCS#12 对象。",
+        "无法同时指定 --ask-password 和 --password。",
+        "密碼管理器推薦哪一款？1Password 還是 Bitwarden？",
+        "社内Wiki用のアカウント、ID: tanaka_k です",
+        "如果为 true，则到代理服务器的连接需要认证。用户名/密码由“/system/proxy/http/user”给出",
+    ],
+)
+def test_talk_about_passwords_in_another_script_holds_no_secret(text: str) -> None:
+    assert _secrets(text) == []
+
+
 def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> None:
     text = "the new password is passwd=Tr0ub4dor&3"
     findings = find_pii(text, {FindingType.SECRET})
@@ -122,15 +152,15 @@ def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> N
 
 def test_credentials_in_sentences_meet_their_measured_levels() -> None:
     """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences. Measured:
-    passwords 219/430, PINs 78/130, none of the 260 texts without one flagged; of the
-    credentials no word names, a fifth writer's 47/178 (before they were looked for: 4/178),
-    a fourth's 82/148 (its misses read after it was first scored)."""
+    passwords 227/430, PINs 82/130, none of the 260 texts without one flagged; of the
+    credentials no word names, a fifth writer's 53/178 (before they were looked for: 4/178),
+    a fourth's 84/148 (its misses read after it was first scored)."""
     from vsr_extproc.eval.credentials import evaluate_credentials
 
     report = evaluate_credentials("test")
     assert report["passwords"]["total"] == 430
-    assert report["passwords"]["found"] >= 210
-    assert report["pins"]["found"] >= 74
-    assert report["unnamed_by_writer"]["5"]["found"] >= 44
+    assert report["passwords"]["found"] >= 218
+    assert report["pins"]["found"] >= 78
+    assert report["unnamed_by_writer"]["5"]["found"] >= 50
     assert report["texts_without_a_credential"] == {"flagged": 0, "total": 260}
     assert report["other_findings_in_texts_with_one"] == 0

@@ -81,6 +81,8 @@ _JOINED_WORDS = re.compile(r"[^\W\d_]+(?:[-'’_./][^\W\d_]+)+")  # dois-je, etc
 # brackets, printf's "%08x", an escaped newline "%0A", troff's "\fB", "\&", "\-"
 _CODE = re.compile(r"[()\[\]{}<>=|]|%(?:%?0A|\d*l?[sdiuxXf])|\\[&fFe(*-]")
 _TERM_COMPOUND = re.compile(r"\S*\d\S*-[^\W\d_]{4,}")
+_LATIN_RUN = re.compile(r"[!-~]{4,64}")
+_WRITTEN_WITHOUT_SPACES = re.compile(r"[\u0e00-\u0e7f\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _COUNTED = re.compile(r"\d+(?:-[^\W\d_]+)+")  # "a 12-character passphrase", "8-digit"
 # between a password noun and its value: up to five words, then "is", ":" or "to", then at
 # most two ("is now", "ist jetzt"); or the value straight after the noun ("my old password …")
@@ -105,6 +107,8 @@ _WORD_AND_NUMBER = re.compile(r"[A-Za-z]+\d{1,3}")  # Windows10, iPhone15, Pytho
 def _secret_like(token: str) -> bool:
     if len(token) < 6 or is_placeholder(token) or _NOT_A_SECRET.fullmatch(token):
         return False
+    if _WRITTEN_WITHOUT_SPACES.search(token):
+        return False  # "社内Wiki用のアカウント、ID:": words of a script without spaces
     bare = token.rstrip("?!")  # "fürs Online-Banking?"
     if _JOINED_WORDS.fullmatch(bare) or _CODE.search(token) or _COUNTED.fullmatch(bare):
         return False
@@ -162,10 +166,54 @@ def _tokens(sentence: str) -> Iterator[tuple[int, str]]:
     for match in _TOKEN.finditer(sentence):
         # a comma or a sentence's full stop after it is the sentence's; "!" and "?" may be
         # the password's own, and staying in the span they are redacted with it
-        token = match.group(1).rstrip(",;:)").lstrip("¿¡(")
+        token = match.group(1).rstrip(",;:)،؛。，、").lstrip("¿¡(")
         if token.endswith(".") and match.end(1) >= len(sentence.rstrip()):
             token = token.rstrip(".")
-        yield (match.start(1) + match.group(1).index(token) if token else match.start(1)), token
+        start = match.start(1) + match.group(1).index(token) if token else match.start(1)
+        if _WRITTEN_WITHOUT_SPACES.search(token):
+            # "用的是Tr0ub4dor&3，刚才": the Latin runs between the script's words
+            for run in _LATIN_RUN.finditer(token):
+                yield start + run.start(), run.group().rstrip(",;:.)")
+            continue
+        yield start, token
+
+
+# A password's or a PIN's name in a script written without spaces between words, or whose
+# particles and articles join the word (パスワードは…, 密码是…, 비밀번호는 …, كلمة المرور هي …),
+# then at most a few characters of that script, then the value in Latin letters and digits
+_SCRIPT_NOUN = (
+    r"パスワード|パスコード|暗証番号|ロック解除|密码|密碼|口令|解锁码|解鎖碼|锁屏|鎖屏|"
+    r"비밀번호|비번|패스워드|암호|핀번호|ПИН-код|ПІН-код|пин-код|пароль|пасс|κωδικ[όο]ς?|"
+    r"συνθηματικό|كلمة المرور|كلمة السر|الرقم السري|الباسورد|باسورد|رمز المرور|סיסמה|סיסמא|"
+    r"पासवर्ड|पिन|รหัสผ่าน|รหัส|رمز عبور|گذرواژه|پسورد"
+)
+_IN_OTHER_SCRIPTS = re.compile(
+    rf"(?i:(?P<noun>{_SCRIPT_NOUN})|\b(?P<latin>pw|pwd|pin|password|pass(?:code)?|wifi)\b)"
+    r"(?P<gap>[^!-~。？！]{0,12}?)[:=\"'(\[]?(?P<value>[!-~]{4,64})(?![!-~]|\s*[年년月월日일])"
+)
+_OTHER_SCRIPT = re.compile(r"[^\x00-\u024f]")  # beyond Latin: CJK, Hangul, Cyrillic …
+
+
+def _in_other_scripts(text: str) -> Iterator[Finding]:
+    """A password or a PIN named in another script, its value in Latin letters or digits."""
+    for match in _IN_OTHER_SCRIPTS.finditer(text):
+        if match["latin"] and not _OTHER_SCRIPT.search(match["gap"]):
+            continue  # "password 2024": English, read by the sentence rule
+        value = match["value"].rstrip(".,;:)]\"'")
+        start = match.start("value")
+        if value.isdigit() and 4 <= len(value) <= 8 and not _YEAR.fullmatch(value):
+            yield Finding(FindingType.SECRET, start, start + len(value), 0.7, "pin")
+        elif _secret_like(value) and not _password_shaped_alone(value):
+            yield Finding(FindingType.SECRET, start, start + len(value), 0.7, "password")
+
+
+def _password_shaped_alone(value: str) -> bool:
+    """A value that names something, not a secret: an option (``--password``), a path, a
+    link, a version, a name in capitals (``PKCS#12``)."""
+    return bool(
+        value[0] in "-/" or "/" in value or not any(char.islower() for char in value)
+        or _NOT_A_SECRET.fullmatch(value) or _IDENTIFIER.fullmatch(value.rstrip("!?"))
+    )  # fmt: skip
 
 
 def _pins(sentence: str, at: int) -> Iterator[Finding]:
@@ -220,7 +268,13 @@ _LOGIN_WORDS = (
     r"segur[ao]|sicher|sûr|forte"
 )
 # words about getting in that compound into longer words: "Kundenportal", "klantportaal"
-_LOGIN_STEMS = r"konto|account|zugang|login|loggen|logga"
+_LOGIN_STEMS = (
+    r"konto|account|zugang|login|loggen|logga|"
+    # written without spaces, or with words that join their articles and particles
+    r"ログイン|アカウント|登录|登入|登錄|账号|帳號|帐号|账户|帳戶|用户名|使用者|로그인|계정|아이디|"
+    r"잠금|잠겨|الحساب|حساب|اسم المستخدم|الإيميل|החשבון|חשבון|שם משתמש|ננעל|अकाउंट|यूज़रनेम|"
+    r"लॉगिन|लॉक|บัญชี|ยูสเซอร์|ล็อกอิน|ล็อก|نام کاربری|لاگین|قفل"
+)
 _DEVICE_STEMS = r"portal|portaal|router|wlan|wifi"
 _LOCK_WORDS = (
     r"safe|doors?|gates?|alarm|locks?|lockbox|locker|padlock|keypad|key ?safe|garage|"
@@ -251,8 +305,13 @@ _SLOT = re.compile(
     r"mit|avec|con|com|met|ile|tipp|tippe|tape[sz]?|tapé|entre[sz]?|escrib\w*|puse|pon|"
     r"introduce|digit[ae]|inserisci|metti|typ|wpisz|wpisując|wpisałam|wpisałem|"
     r"tenta|prueba|essaie|versuch's|probier's|"
-    r"auf|para|naar|a|en|na"
-    r")\s*[\"'`“‘«]?\Z",
+    r"auf|para|naar|a|en|na|"
+    r"пробовал\w*|пробував\w*|вводжу|ввожу|ввёл|ввела|δοκίμασα|πατάς|ξεκλειδώνει με|"
+    r"открывается на|разблокируется на|через"
+    r")\s*[\"'`“‘«]?\Z|"
+    # in scripts whose verbs join the value: 输入…, 用的是…, ใส่…, جربت …
+    r"(?:输入|輸入|入力|用的是|用|试试|試試|입력|جربت|أدخل|ادخل|ניסיתי|מקישים|נפתח עם|डाला|"
+    r"ใส่|ลองใส่|ด้วย|زدم|با)\s*[\"'`“‘«「]?\Z",
     re.IGNORECASE,
 )
 # ... or just after it, where a verb follows its object (German, Dutch, Turkish, Japanese)
@@ -269,6 +328,8 @@ _PAIR = re.compile(
     r",? luego|,? depois|,? daarna|,? poi|,? a dalej|,? a potem|,? sonra)\s*[\"'`“‘«]?\Z",
     re.IGNORECASE,
 )
+# ... in any script: "ahmed_ali و…", "rahul_sharma और …", "somchai_k กับ …", "chen.mei 、…"
+_SCRIPT_PAIR = re.compile(r"[a-z][\w.+-]*[._@\d][\w.@+-]*\s*[^!-~\s]{1,4}[\s-]*\Z")
 # a word that names the token as something else: "order ORD-1", "code SAVE20", "user bob"
 _NAMED_OTHERWISE = re.compile(
     r"(?i:\b(?:order|ticket|case|invoice|booking|reservation|reference|ref|tracking|"
@@ -400,7 +461,7 @@ def _unnamed_passwords(text: str, found: re.Match[str], login: bool) -> Iterator
             continue  # "username jdoe42", "login: admin"
         # the text, not the sentence: a sentence ends at a password's own "!"
         slot = _SLOT.search(before) or _SLOT_AFTER.match(text, at + start + len(token))
-        pair = _PAIR.search(before) is not None or _USER_TOLD.search(before) is not None
+        pair = any(rule.search(before) for rule in (_PAIR, _USER_TOLD, _SCRIPT_PAIR))
         if slot or pair or joined:
             yield Finding(FindingType.SECRET, at + start, at + start + len(token), 0.6, "password")
 
@@ -454,6 +515,8 @@ def find_prose_secrets(text: str) -> list[Finding]:
             )
         ]
     findings: list[Finding] = list(_strong_after_a_verb(text, lowered))
+    if _OTHER_SCRIPT.search(text):
+        findings += _in_other_scripts(text)
     for start, end in _regions(text, sorted([*nouns, *access, *locks])):
         for sentence in _SENTENCE.finditer(text, start, end):
             start, end = sentence.start(), sentence.end()
