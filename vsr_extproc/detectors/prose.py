@@ -20,8 +20,9 @@ in (logging in, an account, a user's name, a failed attempt, or a device: a rout
 laptop; about twenty languages; letters and digits alone, ``e2fsck``, need words about
 logging in or a default account before them, ``admin / …``),
 the token stands where a credential goes (after "type", "use", "try", "set it to", "log in
-with", after a user's name or an e-mail address and "/", ":", "and", "then", or before a
-verb that ends its clause: "… eingeben", "… ile giriş yap"), and it is shaped like a
+with", after a user's name or an e-mail address and "/", "and", "then" or the script's own
+joining word, joined to a default account as in ``root:…``, or before a verb that ends
+its clause: "… eingeben", "… ile giriş yap"), and it is shaped like a
 password: a small letter and a digit, or both cases and a symbol inside, and no user's
 name (``jdoe_42``), compound (``laptop-949``), key and value (``width:5970``), file,
 domain, hash, MAC address or model number (``RT-AX88U``), and no word before it naming it
@@ -30,9 +31,12 @@ or "set it to" counts without words about getting in. A PIN without its noun is 
 eight digits after "opens with", "press", "is" or a colon in a sentence about a lock, a
 door, an alarm, a card or a phone.
 
+In Japanese, Chinese, Korean, Cyrillic, Greek, Arabic, Hebrew, Hindi, Thai and Persian
+text a password's or a PIN's name may be followed by a few of the script's characters
+(particles, articles: パスワードは…, 密码是…) and then the value (``_in_other_scripts``).
+
 Measured by ``vsr-extproc eval pii`` on messages written for this project (``dev`` and
-``test`` by different writers; later rows with credentials no word names by a third and a
-fourth).
+``test`` by different writers; later rows, each with its ``writer``, by four more).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import bisect
 import re
 from collections.abc import Iterator
 
-from vsr_extproc.detectors.findings import Finding, FindingType
+from vsr_extproc.detectors.findings import Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.secrets import is_placeholder
 
 _PASSWORD_WORDS = (
@@ -517,8 +521,8 @@ def find_prose_secrets(text: str) -> list[Finding]:
     findings: list[Finding] = list(_strong_after_a_verb(text, lowered))
     if _OTHER_SCRIPT.search(text):
         findings += _in_other_scripts(text)
-    for start, end in _regions(text, sorted([*nouns, *access, *locks])):
-        for sentence in _SENTENCE.finditer(text, start, end):
+    for region_start, region_end in _regions(text, sorted([*nouns, *access, *locks])):
+        for sentence in _SENTENCE.finditer(text, region_start, region_end):
             start, end = sentence.start(), sentence.end()
             named = _between(nouns, start, end)
             if named:
@@ -531,11 +535,7 @@ def find_prose_secrets(text: str) -> list[Finding]:
                 findings += _unnamed_passwords(text, sentence, login)
             if _between(locks, start, end):
                 findings += _unnamed_pins(sentence.group(), start)
-    kept: dict[tuple[int, int], Finding] = {}
-    for finding in sorted(findings, key=lambda finding: -finding.confidence):
-        if not any(a < finding.end and finding.start < b for a, b in kept):
-            kept[(finding.start, finding.end)] = finding
-    return sorted(kept.values(), key=lambda finding: finding.start)
+    return resolve_overlaps(findings)
 
 
 def _regions(text: str, anchors: list[int]) -> Iterator[tuple[int, int]]:
