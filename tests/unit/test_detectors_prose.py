@@ -69,6 +69,8 @@ def test_text_about_passwords_without_one_holds_no_secret(text: str) -> None:
         ("netflix: mum@example.org Summer1997* (don't buy films)", ["Summer1997*"]),
         ("Für den Büro-PC: Benutzer empfang, danach Xy7#pQ2!k eingeben.", ["Xy7#pQ2!k"]),
         ("tried Kq8#mLp2xZ and it still refuses", ["Kq8#mLp2xZ"]),  # strong, no other word
+        # "İ" lower-cases to two characters: the text is then read as written
+        ("İstanbul ofisi: log in with Kq8#mLp2x, please", ["Kq8#mLp2x"]),
         ("The safe in the back office opens with 4708. Lock it again, please.", ["4708"]),
         ("Garage door keypad: 190283, then enter.", ["190283"]),
         # a user's name told first, then the secret, in any words

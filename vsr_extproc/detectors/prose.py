@@ -63,9 +63,25 @@ _PIN_WORDS = (
 )
 _PASSWORD_NOUN = re.compile(rf"(?i:\b(?:{_PASSWORD_WORDS})\b)")
 _PIN_NOUN = re.compile(rf"(?i:\b(?:{_PIN_WORDS})\b)")
-# either noun in lower-cased text: written in lower case, the words match it without
-# "(?i)", which costs ``re`` about three times as much over a page
-_NOUN_IN_LOWER_CASE = re.compile(rf"\b(?:{_PASSWORD_WORDS}|{_PIN_WORDS})\b")
+
+
+class _Scan:
+    """A pattern written in lower case, found in the lower-cased text where lower-casing
+    keeps every position (without ``(?i)``, which costs ``re`` about three times as much
+    over a page), else in the text itself with ``re.IGNORECASE`` ("İ" lower-cases to two)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.lower = re.compile(pattern)
+        self.any_case = re.compile(pattern, re.IGNORECASE)
+
+    def finditer(self, text: str, lowered: str) -> Iterator[re.Match[str]]:
+        if len(lowered) == len(text):
+            return self.lower.finditer(lowered)
+        return self.any_case.finditer(text)
+
+
+# either noun, to find the sentences worth reading
+_NOUNS = _Scan(rf"\b(?:{_PASSWORD_WORDS}|{_PIN_WORDS})\b")
 # a user name's nouns: a token nearer to one of them is the user's name, not a password
 _USER_NOUN = re.compile(
     r"(?i:\b(?:user(?:name| name| id)?|login(?: name)?|account name|e-?mail|benutzer(?:name)?|"
@@ -207,11 +223,11 @@ def _in_other_scripts(text: str) -> Iterator[Finding]:
         start = match.start("value")
         if value.isdigit() and 4 <= len(value) <= 8 and not _YEAR.fullmatch(value):
             yield Finding(FindingType.SECRET, start, start + len(value), 0.7, "pin")
-        elif _secret_like(value) and not _password_shaped_alone(value):
+        elif _secret_like(value) and not _names_something(value):
             yield Finding(FindingType.SECRET, start, start + len(value), 0.7, "password")
 
 
-def _password_shaped_alone(value: str) -> bool:
+def _names_something(value: str) -> bool:
     """A value that names something, not a secret: an option (``--password``), a path, a
     link, a version, a name in capitals (``PKCS#12``)."""
     return bool(
@@ -291,12 +307,10 @@ _LOCK_WORDS = (
     r"carta|bancomat|kartu|karta|kartę|kartą"
 )
 _REACH = 120  # characters either side of a sentence where words about getting in count
-_ACCESS_IN_LOWER_CASE = re.compile(
+_ACCESS = _Scan(
     rf"(?P<login>\b(?:{_LOGIN_WORDS})\b|{_LOGIN_STEMS})|\b(?:{_DEVICE_WORDS})\b|{_DEVICE_STEMS}"
 )
-_ACCESS_ANY_CASE = re.compile(_ACCESS_IN_LOWER_CASE.pattern, re.IGNORECASE)
-_LOCK = re.compile(rf"\b(?:{_LOCK_WORDS})\b")
-_LOCK_ANY_CASE = re.compile(_LOCK.pattern, re.IGNORECASE)
+_LOCK = _Scan(rf"\b(?:{_LOCK_WORDS})\b")
 _DIGIT_RUN = re.compile(r"\d{4}")
 # where a credential goes, just before it (the words may be the sentence's first)
 _SLOT = re.compile(
@@ -366,7 +380,7 @@ _NOT_IN_A_USERS_NAME = re.compile(r"[^\w.@-]")
 _USER_AND_SECRET = re.compile(r"([a-z][\w.-]{1,30})([:/])(\S+)")
 # a small letter and a digit, or both cases and a symbol inside: "monkey4043", "kO$kg#Wrdi"
 _PASSWORD_MIX = re.compile(
-    r"(?=.*\d)(?=.*[a-zß-ÿ])|(?=.*[a-z])(?=.*[A-Z])(?=.*[a-zA-Z][!#$%&*+=?@^~][a-zA-Z])"
+    r"(?=.*\d)(?=.*[a-zß-ÿ])|(?=.*[a-z])(?=.*[A-Z])(?=.*[a-zA-Z][!#$%&*+=?@^][a-zA-Z])"
 )
 _PASSWORD_SYMBOLS = frozenset("!#$%&*+-.=?@^_")
 _COMPOUND = re.compile(r"[^\W_]*_\w*|(?:[^\W\d_]+|\d+)(?:[-_.](?:[^\W\d_]+|\d+))+")
@@ -385,13 +399,12 @@ _IDENTIFIER = re.compile(
     r"(?i:(?:0x)?[0-9a-f]{6,}|[0-9a-f-]{16,}|[0-9a-f]{1,2}(?:[:-][0-9a-f]{1,2}){2,}|"
     r"[\w-]+(?:\.[\w-]+)*\.[a-z]{1,4}|[A-Za-z]+\d{1,2})"
 )
-_STRONG_AFTER = re.compile(
+_STRONG_AFTER = _Scan(
     r"\b(?:try|tried|trying|typed?|entered|(?:set|changed|reset) (?:it|that|this|mine|them) to|"
     r"tapé|tape[sz]?|tipp(?:e|te)?|escrib\w*|puse|pon|digit\w*|coloquei|wpisa\w*|yazdım|"
     r"prob(?:eer|ier\w*|é|ar)|prova|essa(?:ie|yé)|versuch\w*|prueba|intent[aé]|tent(?:a|ei))\s+"
     r"[\"'`“‘«]?([^\s\"'`”’»]{8,64})"
 )
-_STRONG_AFTER_ANY_CASE = re.compile(_STRONG_AFTER.pattern, re.IGNORECASE)
 _PIN_SLOT = re.compile(
     r"(?:\b(?:(?:open|unlock|disarm|öffn|ouvr|abr|apr|ontgrendel|odblok)\w*(?: \S+){0,2}? "
     r"(?:with|mit|avec|con|com|met|z)|(?:schalte|zet)\w*(?: \S+){0,2}? (?:mit|met)|"
@@ -452,7 +465,11 @@ def _unnamed_passwords(text: str, found: re.Match[str], login: bool) -> Iterator
             joined = None  # "gnutls/gnutls#1107", "arm/curve25519": a path, not "admin/…"
         if joined and _password_shaped(joined.group(3)):
             start, token = start + joined.start(3), joined.group(3)  # root:Tr0ub4dor
-        if not _password_shaped(token) or _PASSWORD_NOUN.fullmatch(token):
+        else:
+            joined = None
+            if not _password_shaped(token):
+                continue
+        if _PASSWORD_NOUN.fullmatch(token):
             continue
         before = sentence[max(0, start - 60) : start]
         if not login and token.isalnum():
@@ -486,8 +503,7 @@ def _unnamed_pins(sentence: str, at: int) -> Iterator[Finding]:
 
 
 def _strong_after_a_verb(text: str, lowered: str) -> Iterator[Finding]:
-    verbs = _STRONG_AFTER if len(lowered) == len(text) else _STRONG_AFTER_ANY_CASE
-    for match in verbs.finditer(lowered if verbs is _STRONG_AFTER else text):
+    for match in _STRONG_AFTER.finditer(text, lowered):
         start = match.start(1)
         token = text[start : match.end(1)].rstrip(",;:.)")
         if _strong(token) and _password_shaped(token):
@@ -499,25 +515,14 @@ def find_prose_secrets(text: str) -> list[Finding]:
     stand among words about getting in, by start. Only the sentences that hold a password's
     or a PIN's noun, or stand near words about getting in or a lock, are read."""
     lowered = text.lower()
-    if len(lowered) == len(text):  # no letter whose lower case is longer ("İ")
-        nouns = [match.start() for match in _NOUN_IN_LOWER_CASE.finditer(lowered)]
-        cues = list(_ACCESS_IN_LOWER_CASE.finditer(lowered))
-    else:
-        nouns = sorted(
-            match.start() for noun in (_PASSWORD_NOUN, _PIN_NOUN) for match in noun.finditer(text)
-        )
-        cues = list(_ACCESS_ANY_CASE.finditer(text))
+    nouns = [match.start() for match in _NOUNS.finditer(text, lowered)]
+    cues = list(_ACCESS.finditer(text, lowered))
     access = [cue.start() for cue in cues]
     logins = [cue.start() for cue in cues if cue.lastgroup == "login"]
-    locks = []
-    if _DIGIT_RUN.search(text):
-        in_lower_case = len(lowered) == len(text)
-        locks = [
-            m.start()
-            for m in (_LOCK if in_lower_case else _LOCK_ANY_CASE).finditer(
-                lowered if in_lower_case else text
-            )
-        ]
+    # a PIN no word names is four digits or more
+    locks = (
+        [lock.start() for lock in _LOCK.finditer(text, lowered)] if _DIGIT_RUN.search(text) else []
+    )
     findings: list[Finding] = list(_strong_after_a_verb(text, lowered))
     if _OTHER_SCRIPT.search(text):
         findings += _in_other_scripts(text)
