@@ -591,17 +591,14 @@ def evaluate_homonyms(
     rows = orjson.loads(HOMONYMS.read_bytes())[split]
     scores = safety_probabilities(models, model, [row["text"] for row in rows], other).sum(axis=1)
     flagged = scores >= threshold
+    labels = np.asarray([row["label"] for row in rows])
     return {
         "split": split,
         "threshold": threshold,
         "per_label": {
             label: {
-                "count": sum(row["label"] == label for row in rows),
-                "flagged": int(
-                    sum(
-                        hit for row, hit in zip(rows, flagged, strict=True) if row["label"] == label
-                    )
-                ),
+                "count": int((labels == label).sum()),
+                "flagged": int((flagged & (labels == label)).sum()),
             }
             for label in sorted({row["label"] for row in rows})
         },
