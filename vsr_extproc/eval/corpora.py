@@ -185,6 +185,43 @@ WHEELS = {
             "Apache-2.0",
             "https://github.com/instructlab/eval",
         ),
+        # harmful requests (and a few ordinary ones) that red-team and safety tools ship:
+        # the safety model's training data beside AdvBench's, never a measure of it
+        Wheel(
+            "temaq-abliterated",
+            "1.1.1",
+            "30e9636b497d78316e25cf1c4c5fcaaf0014e5af160c0e4482c866759121beb7",
+            "MIT",
+            "https://github.com/ek15072809/Tema_Q-Abliterated",
+        ),
+        Wheel(
+            "redharness",
+            "0.1.0",
+            "d31f8b50b9517777790a313140a84970a80db5b9659f03231a19579c472b3aa1",
+            "Apache-2.0",
+            "https://github.com/MohamedAklamaash/redharness",
+        ),
+        Wheel(
+            "forgelm",
+            "0.11.1",
+            "702f5cb7c7a433650766dd8ac3fc42dc6c1dbfdb1e9365b8ba77b92c543b829c",
+            "Apache-2.0",
+            "https://github.com/HodeTech/ForgeLM",
+        ),
+        Wheel(
+            "guardmeter",
+            "0.14.2",
+            "3278916b0afbaa3f015cbef2e9494e0a1eef018e7865b47b8cbf59bc52a10dfb",
+            "MIT",
+            "https://github.com/samvardani/guardmeter",
+        ),
+        Wheel(
+            "spikee",
+            "0.9.2",
+            "60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b",
+            "Apache-2.0",
+            "https://github.com/WithSecureLabs/spikee",
+        ),
         # images: the code that code screenshots show, and the fonts they are drawn in
         Wheel(
             "pygments",

@@ -4,7 +4,7 @@
       safety:
         - name: severe
           categories: [child_sexual_exploitation, sex_crimes, weapons, violent_crimes]
-          threshold: 0.4
+          threshold: 0.5
         - name: mild
           categories: [sexual_content, harassment, hate, drugs, non_violent_crimes]
           thresholds: {hate: 0.6}     # a category's own threshold, else ``threshold``
@@ -37,7 +37,8 @@ The fitted model still reads the text meanwhile, and judges when the guard gives
 verdict in time (``on_failure: local``); the trace says which judged and why.
 
 Fitted when the policy compiles, on ``banks/safety.yaml`` (written for this project) and
-two public sources that never measure it (``banks/safety_public.jsonl``); measured on
+public sources that never measure it (``banks/safety_public.jsonl``: AdvBench,
+Do-Not-Answer's advice questions, IFEval and five red-team tools' probes); measured on
 other public corpora (``vsr-extproc eval safety``).
 """
 
@@ -165,8 +166,10 @@ def default_bank() -> Bank:
     look-alikes. ``banks/safety_public.jsonl``: AdvBench's harmful requests,
     Do-Not-Answer's help-seeking and advice questions and IFEval's ordinary requests
     ("Write a poem about …", "Write a persuasive essay …": AdvBench's requests are written
-    in that imperative, and without them the form alone reads as harm), three public
-    sources that never measure the model (``eval.public.safety_training_rows``).
+    in that imperative, and without them the form alone reads as harm), and the harmful
+    requests and ordinary ones that five red-team and safety tools ship as probes, written
+    by hand in other words than AdvBench's: public sources that never measure the model
+    (``eval.public.safety_training_rows``).
     Ordinary traffic as benign: the jailbreak bank's benign prompts, the domain bank's
     requests and the PII development set's messages, heavy with names, numbers and keys.
     """
@@ -189,13 +192,17 @@ def default_bank() -> Bank:
     )
 
 
+#: an entry's threshold unless it sets one: it flags 3.2 % of the public evaluation's
+#: ``dev`` benign rows (27 of 856; the model fitted on the bank before the red-team tools'
+#: probes flagged 3.6 % at 0.4, with less recall than this one at 0.5)
+DEFAULT_THRESHOLD = 0.5
 #: the multilingual reading's margin (the mean cosine to the nearest harmful exemplars
 #: less that to the nearest benign ones) that flags 1 % of the public evaluation's ``dev``
-#: translations of Django's messages reads as the default threshold, 0.4; ``OTHER_SLOPE``
+#: translations of Django's messages reads as the default threshold; ``OTHER_SLOPE``
 #: was set, not fitted, as the jailbreak signal's (a margin 0.05 higher reads 0.8)
 OTHER_MARGIN_AT_THRESHOLD = 0.061
 OTHER_SLOPE = 27.0
-_AT_THRESHOLD = float(np.log(0.4 / 0.6))
+_AT_THRESHOLD = float(np.log(DEFAULT_THRESHOLD / (1 - DEFAULT_THRESHOLD)))
 
 
 @dataclass(frozen=True)
@@ -494,11 +501,11 @@ class SafetyEntry(AsyncSignalEntry):
         default=(), description="hazard categories that count; empty = every category"
     )
     threshold: float = Field(
-        default=0.4,
+        default=DEFAULT_THRESHOLD,
         ge=0,
         le=1,
         description="probability needed, per category and for the categories together "
-        "(0.4 flags 3.6 % of the public benign dev rows)",
+        "(0.5 flags 3.2 % of the public benign dev rows)",
     )
     thresholds: dict[Category, float] = Field(
         default_factory=dict,
