@@ -192,8 +192,8 @@ def default_bank() -> Bank:
     )
 
 
-#: an entry's threshold unless it sets one: it flags 3.2 % of the public evaluation's
-#: ``dev`` benign rows (27 of 856; the model fitted on the bank before the red-team tools'
+#: an entry's threshold unless it sets one: it flags 3.4 % of the public evaluation's
+#: ``dev`` benign rows (29 of 856; the model fitted on the bank before the red-team tools'
 #: probes flagged 3.6 % at 0.4, with less recall than this one at 0.5)
 DEFAULT_THRESHOLD = 0.5
 #: the multilingual reading's margin (the mean cosine to the nearest harmful exemplars
@@ -505,7 +505,7 @@ class SafetyEntry(AsyncSignalEntry):
         ge=0,
         le=1,
         description="probability needed, per category and for the categories together "
-        "(0.5 flags 3.2 % of the public benign dev rows)",
+        "(0.5 flags 3.4 % of the public benign dev rows)",
     )
     thresholds: dict[Category, float] = Field(
         default_factory=dict,
