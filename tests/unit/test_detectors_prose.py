@@ -153,16 +153,19 @@ def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> N
 
 
 def test_credentials_in_sentences_meet_their_measured_levels() -> None:
-    """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences. Measured:
-    passwords 227/430, PINs 82/130, none of the 260 texts without one flagged; of the
-    credentials no word names, a fifth writer's 53/178 (before they were looked for: 4/178),
-    a fourth's 84/148 (its misses read after it was first scored)."""
+    """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences, written by
+    four writers the detector never saw. Measured with the learned reading of a value's
+    surroundings: passwords 429/596, PINs 136/204, 5 of the 380 texts without one flagged;
+    of the credentials no word names, the newest writer's 108/168 (58 by the rules alone),
+    the fifth's 100/178 (53), the fourth's 109/148 (84)."""
     from vsr_extproc.eval.credentials import evaluate_credentials
 
     report = evaluate_credentials("test")
-    assert report["passwords"]["total"] == 430
-    assert report["passwords"]["found"] >= 218
-    assert report["pins"]["found"] >= 78
-    assert report["unnamed_by_writer"]["5"]["found"] >= 50
-    assert report["texts_without_a_credential"] == {"flagged": 0, "total": 260}
-    assert report["other_findings_in_texts_with_one"] == 0
+    assert report["passwords"]["total"] == 596
+    assert report["passwords"]["found"] >= 420
+    assert report["pins"]["found"] >= 130
+    assert report["unnamed_by_writer"]["10"]["found"] >= 100
+    assert report["unnamed_by_writer"]["5"]["found"] >= 90
+    assert report["texts_without_a_credential"]["total"] == 380
+    assert report["texts_without_a_credential"]["flagged"] <= 6
+    assert report["other_findings_in_texts_with_one"] <= 12

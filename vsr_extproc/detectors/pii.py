@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 import phonenumbers
 
+from vsr_extproc.detectors.credential_context import find_told_credentials
 from vsr_extproc.detectors.dates import date_spans
 from vsr_extproc.detectors.findings import Detector, Finding, FindingType, resolve_overlaps
 from vsr_extproc.detectors.mrz import mrz_findings
@@ -736,7 +737,7 @@ _DETECTORS: dict[FindingType, Detector] = {
     FindingType.IP_ADDRESS: find_ip_addresses,
     FindingType.DATE_OF_BIRTH: find_dates_of_birth,
     FindingType.SECRET: lambda text: resolve_overlaps(
-        [*find_secrets(text), *find_prose_secrets(text)]
+        [*find_secrets(text), *find_prose_secrets(text), *find_told_credentials(text)]
     ),
     FindingType.ADDRESS: find_addresses,
 }

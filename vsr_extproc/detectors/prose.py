@@ -35,8 +35,11 @@ In Japanese, Chinese, Korean, Cyrillic, Greek, Arabic, Hebrew, Hindi, Thai and P
 text a password's or a PIN's name may be followed by a few of the script's characters
 (particles, articles: パスワードは…, 密码是…) and then the value (``_in_other_scripts``).
 
+Where these rules find nothing, ``credential_context`` reads a candidate's surroundings
+with learned weights (``find_pii`` runs both).
+
 Measured by ``vsr-extproc eval pii`` on messages written for this project (``dev`` and
-``test`` by different writers; later rows, each with its ``writer``, by four more).
+``test`` by different writers; later rows, each with its ``writer``, by eight more).
 """
 
 from __future__ import annotations
@@ -101,8 +104,8 @@ _JOINED_WORDS = re.compile(r"[^\W\d_]+(?:[-'’_./][^\W\d_]+)+")  # dois-je, etc
 # brackets, printf's "%08x", an escaped newline "%0A", troff's "\fB", "\&", "\-"
 _CODE = re.compile(r"[()\[\]{}<>=|]|%(?:%?0A|\d*l?[sdiuxXf])|\\[&fFe(*-]")
 _TERM_COMPOUND = re.compile(r"\S*\d\S*-[^\W\d_]{4,}")
-_LATIN_RUN = re.compile(r"[!-~]{4,64}")
-_WRITTEN_WITHOUT_SPACES = re.compile(r"[\u0e00-\u0e7f\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")
+LATIN_RUN = re.compile(r"[!-~]{4,64}")
+WRITTEN_WITHOUT_SPACES = re.compile(r"[\u0e00-\u0e7f\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _COUNTED = re.compile(r"\d+(?:-[^\W\d_]+)+")  # "a 12-character passphrase", "8-digit"
 # between a password noun and its value: up to five words, then "is", ":" or "to", then at
 # most two ("is now", "ist jetzt"); or the value straight after the noun ("my old password …")
@@ -121,13 +124,13 @@ _PIN_VALUE = re.compile(
     r"|(?:\s+[^\W\d]+){0,2}?\s*(?:->|→|=>|[:=–—-])|\s*)\s*[\"'`]?(\d{4,8})\b(?![.,/:-]\d)",
     re.IGNORECASE,
 )
-_WORD_AND_NUMBER = re.compile(r"[A-Za-z]+\d{1,3}")  # Windows10, iPhone15, Python3
+WORD_AND_NUMBER = re.compile(r"[A-Za-z]+\d{1,3}")  # Windows10, iPhone15, Python3
 
 
 def _secret_like(token: str) -> bool:
     if len(token) < 6 or is_placeholder(token) or _NOT_A_SECRET.fullmatch(token):
         return False
-    if _WRITTEN_WITHOUT_SPACES.search(token):
+    if WRITTEN_WITHOUT_SPACES.search(token):
         return False  # "社内Wiki用のアカウント、ID:": words of a script without spaces
     bare = token.rstrip("?!")  # "fürs Online-Banking?"
     if _JOINED_WORDS.fullmatch(bare) or _CODE.search(token) or _COUNTED.fullmatch(bare):
@@ -140,13 +143,13 @@ def _secret_like(token: str) -> bool:
     return (letters and (digits or symbols)) or (digits and symbols)
 
 
-def _strong(token: str) -> bool:
+def strong(token: str) -> bool:
     """A token that reads as a password without a sentence saying so."""
     kinds = sum((
         any(char.islower() for char in token), any(char.isupper() for char in token),
         any(char.isdigit() for char in token), any(not char.isalnum() for char in token),
     ))  # fmt: skip
-    return len(token) >= 8 and kinds >= 3 and not _WORD_AND_NUMBER.fullmatch(token)
+    return len(token) >= 8 and kinds >= 3 and not WORD_AND_NUMBER.fullmatch(token)
 
 
 def _passwords(sentence: str, at: int) -> Iterator[Finding]:
@@ -177,7 +180,7 @@ def _passwords(sentence: str, at: int) -> Iterator[Finding]:
             or (noun.start() >= end and _LINKED_BEFORE.match(sentence, end, noun.start()))
             for noun in nouns
         )
-        if linked or _strong(token):
+        if linked or strong(token):
             yield Finding(FindingType.SECRET, at + start, at + end, 0.7, "password")
 
 
@@ -190,9 +193,9 @@ def _tokens(sentence: str) -> Iterator[tuple[int, str]]:
         if token.endswith(".") and match.end(1) >= len(sentence.rstrip()):
             token = token.rstrip(".")
         start = match.start(1) + match.group(1).index(token) if token else match.start(1)
-        if _WRITTEN_WITHOUT_SPACES.search(token):
+        if WRITTEN_WITHOUT_SPACES.search(token):
             # "用的是Tr0ub4dor&3，刚才": the Latin runs between the script's words
-            for run in _LATIN_RUN.finditer(token):
+            for run in LATIN_RUN.finditer(token):
                 yield start + run.start(), run.group().rstrip(",;:.)")
             continue
         yield start, token
@@ -248,8 +251,8 @@ def _pins(sentence: str, at: int) -> Iterator[Finding]:
 # it stands. Such a token counts only where the words around it are about getting in
 # (``_LOGIN_WORDS``, ``_DEVICE_WORDS``), it stands where a credential goes (``_SLOT``,
 # ``_SLOT_AFTER``, ``_PAIR``, ``_USER_TOLD``), and it is shaped like a password, not like a
-# name for something (``_password_shaped``). Without words about getting in, a strong token
-# (``_strong``) after "try", "typed" or "set it to" counts too (``_STRONG_AFTER``).
+# name for something (``password_shaped``). Without words about getting in, a strong token
+# (``strong``) after "try", "typed" or "set it to" counts too (``_STRONG_AFTER``).
 
 # the things one gets into: they make a sentence about getting in, but technical text is
 # full of them, so a token of letters and digits alone needs a word about logging in
@@ -377,7 +380,7 @@ _DEFAULT_ACCOUNT = re.compile(
     r"\s*(?:[/:]\s*)?\Z)"
 )
 _NOT_IN_A_USERS_NAME = re.compile(r"[^\w.@-]")
-_USER_AND_SECRET = re.compile(r"([a-z][\w.-]{1,30})([:/])(\S+)")
+USER_AND_SECRET = re.compile(r"([a-z][\w.-]{1,30})([:/])(\S+)")
 # a small letter and a digit, or both cases and a symbol inside: "monkey4043", "kO$kg#Wrdi"
 _PASSWORD_MIX = re.compile(
     r"(?=.*\d)(?=.*[a-zß-ÿ])|(?=.*[a-z])(?=.*[A-Z])(?=.*[a-zA-Z][!#$%&*+=?@^][a-zA-Z])"
@@ -433,7 +436,7 @@ _STANDALONE_NUMBER = re.compile(
 _YEAR = re.compile(r"19\d\d|20\d\d")
 
 
-def _password_shaped(token: str) -> bool:
+def password_shaped(token: str) -> bool:
     """A token that may be a password when no word names it: small letters and digits, maybe
     symbols, and no user's name, compound ("30-year-old", "laptop-949"), key and value
     ("width:5970"), file, domain, hash, MAC address or model number."""
@@ -460,14 +463,14 @@ def _unnamed_passwords(text: str, found: re.Match[str], login: bool) -> Iterator
     for start, token in _tokens(sentence):
         if not token:
             continue
-        joined = _USER_AND_SECRET.fullmatch(token)
+        joined = USER_AND_SECRET.fullmatch(token)
         if joined and joined.group(2) == "/" and not _DEFAULT_ACCOUNT.search(joined.group(1)):
             joined = None  # "gnutls/gnutls#1107", "arm/curve25519": a path, not "admin/…"
-        if joined and _password_shaped(joined.group(3)):
+        if joined and password_shaped(joined.group(3)):
             start, token = start + joined.start(3), joined.group(3)  # root:Tr0ub4dor
         else:
             joined = None
-            if not _password_shaped(token):
+            if not password_shaped(token):
                 continue
         if _PASSWORD_NOUN.fullmatch(token):
             continue
@@ -506,7 +509,7 @@ def _strong_after_a_verb(text: str, lowered: str) -> Iterator[Finding]:
     for match in _STRONG_AFTER.finditer(text, lowered):
         start = match.start(1)
         token = text[start : match.end(1)].rstrip(",;:.)")
-        if _strong(token) and _password_shaped(token):
+        if strong(token) and password_shaped(token):
             yield Finding(FindingType.SECRET, start, start + len(token), 0.6, "password")
 
 

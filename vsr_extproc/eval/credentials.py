@@ -78,7 +78,13 @@ def credential_rows(split: str) -> list[dict[str, Any]]:
                 "text": text, "spans": [(start, start + len(value))], "kind": kind,
                 "named": message.get("named"), "writer": message.get("writer"),
             })  # fmt: skip
-    rows += [{"text": text, "spans": [], "kind": "none"} for text in messages["without_secret"]]
+    for message in messages["without_secret"]:  # a text, or the text with its writer
+        text, writer = (
+            (message, None)
+            if isinstance(message, str)
+            else (message["text"], message.get("writer"))
+        )
+        rows.append({"text": text, "spans": [], "kind": "none", "writer": writer})
     return rows
 
 
