@@ -154,18 +154,19 @@ def test_an_assignment_and_a_sentence_about_the_same_value_report_it_once() -> N
 
 def test_credentials_in_sentences_meet_their_measured_levels() -> None:
     """The ``test`` split of ``vsr-extproc eval pii``'s credentials in sentences, written by
-    four writers the detector never saw. Measured with the learned reading of a value's
-    surroundings: passwords 429/596, PINs 136/204, 5 of the 380 texts without one flagged;
-    of the credentials no word names, the newest writer's 108/168 (58 by the rules alone),
-    the fifth's 100/178 (53), the fourth's 109/148 (84)."""
+    five writers the detector never saw. Measured with the learned reading of a value's
+    surroundings: passwords 529/764, PINs 154/276, 9 of the 500 texts without one flagged;
+    of the credentials no word names, the eleventh writer's 95/166 (42 by the rules alone),
+    the tenth's 100/168 (58), the fifth's 95/178 (53), the fourth's 106/148 (84)."""
     from vsr_extproc.eval.credentials import evaluate_credentials
 
     report = evaluate_credentials("test")
-    assert report["passwords"]["total"] == 596
-    assert report["passwords"]["found"] >= 420
-    assert report["pins"]["found"] >= 130
-    assert report["unnamed_by_writer"]["10"]["found"] >= 100
-    assert report["unnamed_by_writer"]["5"]["found"] >= 90
-    assert report["texts_without_a_credential"]["total"] == 380
-    assert report["texts_without_a_credential"]["flagged"] <= 6
-    assert report["other_findings_in_texts_with_one"] <= 12
+    assert report["passwords"]["total"] == 764
+    assert report["passwords"]["found"] >= 515
+    assert report["pins"]["found"] >= 148
+    assert report["unnamed_by_writer"]["11"]["found"] >= 88
+    assert report["unnamed_by_writer"]["10"]["found"] >= 92
+    assert report["unnamed_by_writer"]["5"]["found"] >= 88
+    assert report["texts_without_a_credential"]["total"] == 500
+    assert report["texts_without_a_credential"]["flagged"] <= 10
+    assert report["other_findings_in_texts_with_one"] <= 22

@@ -45,6 +45,7 @@ from vsr_extproc.detectors import credential_context as reader
 from vsr_extproc.detectors.prose import find_prose_secrets
 
 TECHNICAL_WEIGHT = 3.0
+OTHER_WEIGHT = 0.5
 C = 1.0
 DOCS, SOURCES, CATALOGUE_MESSAGES = 2_500, 2_500, 60_000
 PIECE = 2_000
@@ -159,7 +160,7 @@ def _weights_of(examples: list[Example]) -> list[float]:
     return [
         1.0 if e.label
         else TECHNICAL_WEIGHT * positives / counts["technical"] if e.group == "technical"
-        else 0.5 * positives / counts["other"]
+        else OTHER_WEIGHT * positives / counts["other"]
         for e in examples
     ]  # fmt: skip
 
