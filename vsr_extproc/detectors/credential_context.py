@@ -10,15 +10,18 @@ of a password- or PIN-shaped token (the token itself masked), the words of its m
 around it, and the token's shape.
 
 Candidates (``candidates``) are the tokens ``prose`` would accept as a password's shape,
-words with a number ("Harbor76"), and runs of four to eight digits that stand alone.
+words of four letters or more with a number ("Harbor76"), and runs of four to eight digits
+that stand alone (not a group of a longer number).
 Each becomes hashed features (``feature_indices``: CRC-32 of each feature's string into
 ``BUCKETS`` buckets), scored by a logistic regression whose weights ship in
 ``banks/credential_context.bin`` (float32, little-endian, ``BUCKETS`` of them and the
 intercept). The fitting (``vsr_extproc.eval.credential_context``) calls the same
 ``feature_indices``: one feature path.
 
-Pure Python (``zlib``, ``array``): a candidate costs about 0.1 ms, and a text's reading
-stops after ``MAX_CANDIDATES`` of them.
+The score is the regression's, fitted with the negatives reweighted: a rank, not a
+calibrated probability. Pure Python (``zlib``, ``array``): a candidate costs about 0.2 ms,
+and a text's reading stops after ``MAX_CANDIDATES`` of them. Without the weights file the
+reading finds nothing and the rules work alone.
 """
 
 from __future__ import annotations
@@ -142,7 +145,7 @@ def _kind(char: str) -> str:
     if char.isdigit():
         return "digit"
     if char.isalpha():
-        return "latin" if char.isascii() or char <= "\u024f" else "script"
+        return "latin" if char <= "\u024f" else "script"
     return char
 
 
@@ -162,14 +165,16 @@ def _weights() -> array[float] | None:
     except OSError:
         return None
     weights = array("f")
+    if len(data) != 4 * (BUCKETS + 1):
+        return None  # a file of another model or a truncated one
     weights.frombytes(data)
     if sys.byteorder != "little":
         weights.byteswap()
-    return weights if len(weights) == BUCKETS + 1 else None
+    return weights
 
 
 def score(text: str, start: int, end: int) -> float:
-    """The probability that the token at ``text[start:end]`` is a credential being told."""
+    """How much the token at ``text[start:end]`` reads as a credential being told (0-1)."""
     weights = _weights()
     if weights is None:
         return 0.0

@@ -16,15 +16,18 @@ What it learns from (``dev`` only; ``test`` never):
 - technical text on this machine, where password-shaped tokens abound: 2,000-character
   pieces of ``/usr/share/doc``, of the installed Python packages' sources and docs, and
   the messages of the system's gettext catalogues that hold a digit (not Django's: its
-  translations are an evaluation set). Half of them, by a digest of the text
-  (``_half``), are fitted on; the other half measure false findings.
+  translations are an evaluation set).
+
+Public and technical texts are halved by a digest of the text (``_half``): one half is
+fitted on, the other measures false findings.
 
 A candidate of public or technical text that the rules find (a real temporary password in
 a support thread) is left out rather than taught as a negative. Negatives are weighted so
-that the look-alikes and public rows together weigh half the positives and the technical
-text ``TECHNICAL_WEIGHT`` times them: the technical pieces outnumber the credentials forty
-to one. Weights ship in ``banks/credential_context.bin``; fitting on another machine reads
-another ``/usr/share/doc`` and gives other weights, so the file is the reference.
+that the look-alikes and public rows together weigh ``OTHER_WEIGHT`` times the positives
+and the technical text ``TECHNICAL_WEIGHT`` times them (the technical candidates
+outnumber the credentials more than ten to one). Weights ship in
+``banks/credential_context.bin``; fitting on another machine reads another
+``/usr/share/doc`` and gives other weights, so the file is the reference.
 """
 
 from __future__ import annotations
