@@ -22,6 +22,9 @@ def _secrets(text: str) -> list[str]:
         # phrasings no rule list holds: what is done with the value tells it
         ("I reuse Winter2021! on basically every site, is that bad?", "Winter2021!"),
         ("When the alarm beeps at the back door, punch 4417 before it goes off.", "4417"),
+        # and in other languages, whose verbs no list of the rules holds
+        ("Entra com joao.silva e depois Orchid55% no portal", "Orchid55%"),
+        ("Для входа в почту набери Winter2021! и не меняй ничего", "Winter2021!"),
     ],
 )
 def test_a_credential_told_in_words_no_rule_holds_is_read_from_its_surroundings(
