@@ -383,6 +383,16 @@ _NOT_A_SENTENCE = re.compile(
 )
 
 
+def catalogue_messages(path: str) -> dict[Any, Any]:
+    """A compiled gettext catalogue's messages (source → translation); none where gettext
+    cannot read it."""
+    try:
+        with open(path, "rb") as catalogue:
+            return gettext.GNUTranslations(catalogue)._catalog  # type: ignore[attr-defined, no-any-return]
+    except (OSError, ValueError, IndexError):  # a catalogue it cannot parse
+        return {}
+
+
 def translated_lines(rng: random.Random) -> list[str]:
     """Sentences of programs' messages in every language but English, from their gettext
     catalogues, at most ``TRANSLATED_LINES`` lines a language. Templates and command
@@ -394,13 +404,8 @@ def translated_lines(rng: random.Random) -> list[str]:
         language = Path(path).parts[-3]
         if language.startswith("en"):
             continue
-        try:
-            with open(path, "rb") as catalogue:
-                messages = gettext.GNUTranslations(catalogue)._catalog  # type: ignore[attr-defined]
-        except (OSError, ValueError, IndexError):  # a catalogue it cannot parse
-            continue
         lines = by_language.setdefault(language, [])
-        for source, text in messages.items():
+        for source, text in catalogue_messages(path).items():
             if not source or not isinstance(text, str):
                 continue
             for line in text.splitlines():

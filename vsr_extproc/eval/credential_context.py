@@ -131,18 +131,14 @@ def technical_texts(seed: int = 5) -> Iterator[str]:
             continue
         at = chooser.randrange(max(1, len(text) - PIECE))
         yield text[at : at + PIECE]
-    import gettext
+    from vsr_extproc.eval.codelines import TRANSLATIONS, catalogue_messages
 
-    messages: list[str] = []
-    for path in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
-        try:
-            with open(path, "rb") as catalogue:
-                entries = gettext.GNUTranslations(catalogue)._catalog  # type: ignore[attr-defined]
-        except (OSError, ValueError, IndexError):  # a catalogue gettext cannot parse
-            continue
-        messages += [
-            v for v in entries.values() if isinstance(v, str) and any(c.isdigit() for c in v)
-        ]
+    messages = [
+        message
+        for path in sorted(glob.glob(TRANSLATIONS))
+        for message in catalogue_messages(path).values()
+        if isinstance(message, str) and any(char.isdigit() for char in message)
+    ]
     chooser.shuffle(messages)
     yield from messages[:CATALOGUE_MESSAGES]
 
