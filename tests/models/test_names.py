@@ -172,6 +172,60 @@ def test_a_person_whose_name_is_also_a_products_is_still_a_person(
     assert _results(router, prompt)["pii.names"].value.get("person") == 1, prompt
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "What if Isaac Newton had focused on biology instead of physics?",
+        "In 1969, Neil Armstrong walked on the moon.",
+        "Why is Shakespeare still taught in schools?",
+        "Compare the leadership of Napoleon Bonaparte and Julius Caesar.",
+        "Write a scene where Sherlock Holmes meets Macbeth.",
+    ],
+)
+def test_a_public_figure_is_no_ones_personal_data(router: Router, prompt: str) -> None:
+    assert not _results(router, prompt)["pii.names"].value.get("person"), prompt
+
+
+@pytest.mark.parametrize(
+    ("prompt", "people"),
+    [
+        # a name after a title or a greeting is someone addressed, whatever WordNet says
+        ("Dear Mr. Lincoln, your refund was sent today.", 1),
+        # a common given name with a common surname: one of WordNet's, and many customers
+        ("Please call John Smith about the unpaid invoice.", 1),
+        # a given name alone: WordNet's one Oliver is a paladin, a ticket's is a colleague
+        ("Oliver from billing said the card was charged twice.", 1),
+        # a surname alone: WordNet's one Johnston is a general, a quote's is anyone
+        ('"I\'m glad the refund went through," says Johnston.', 1),
+        # a figure beside a private person: the message still holds personal data
+        ("My tutor Maria Gonzalez says my essay on Isaac Newton is late.", 1),
+    ],
+)
+def test_a_private_person_who_shares_a_figures_name_is_still_a_person(
+    router: Router, prompt: str, people: int
+) -> None:
+    assert _results(router, prompt)["pii.names"].value.get("person") == people, prompt
+
+
+def test_a_deployment_can_count_public_figures_as_people() -> None:
+    config = _config()
+    config["text"] = {"entities": {"public_figures": False}}
+    counting = Router(compile_policy(parse_config(config), Resources()))
+    results = _results(counting, "What if Isaac Newton had focused on biology?")
+    assert results["pii.names"].value.get("person") == 1
+
+
+def test_the_public_figures_are_what_wordnet_gives() -> None:
+    """``banks/public_figures.txt`` is written by ``python -m vsr_extproc.eval.figures``
+    from the pinned WordNet, not edited, and carries WordNet's licence notice."""
+    from vsr_extproc.eval.figures import bank_text
+    from vsr_extproc.runtime.figures import BANK
+
+    shipped = BANK.read_text(encoding="utf-8")
+    assert shipped == bank_text()
+    assert "WordNet 3.1 Copyright 2011 by Princeton University." in shipped
+
+
 def test_a_route_that_redacts_person_names_replaces_them_consistently(router: Router) -> None:
     action = router.policy.decisions[0].action
     assert isinstance(action, RouteAction)

@@ -528,6 +528,13 @@ class EntitiesConfig(Strict):
         "empty = names are never "
         "found (loaded only when a pii entry or a redact list names person or organization)",
     )
+    public_figures: bool = Field(
+        default=True,
+        description="a public figure's name is no one's personal data: the people WordNet "
+        "lists (historical and public figures, myth's and fiction's: \"Isaac Newton\", "
+        '"Shakespeare", "Sherlock Holmes"), said in full or by a name only one of them '
+        "bears and no common name shares; false = every name found counts (runtime/figures.py)",
+    )
 
 
 class GuardConfig(Strict):

@@ -242,13 +242,17 @@ def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) ->
     }
 
 
-def evaluate_names(rows: Sequence[dict[str, Any]], model_name: str) -> dict[str, Any]:
+def evaluate_names(
+    rows: Sequence[dict[str, Any]], model_name: str, public_figures: bool = True
+) -> dict[str, Any]:
     from vsr_extproc.config.schema import DEFAULT_LANGUAGES
     from vsr_extproc.detectors import FindingType, find_pii, resolve_overlaps
     from vsr_extproc.runtime.entities import load_entity_model
     from vsr_extproc.signals.language import LanguageDetector
 
-    entities = load_entity_model(model_name, LanguageDetector(DEFAULT_LANGUAGES).detect)
+    entities = load_entity_model(
+        model_name, LanguageDetector(DEFAULT_LANGUAGES).detect, public_figures
+    )
     if entities is None:
         from vsr_extproc.errors import RouterError
 
@@ -714,12 +718,16 @@ def run(
         from vsr_extproc.config.schema import EntitiesConfig
         from vsr_extproc.eval.public import names_in_other_languages, names_rows
 
-        name = EntitiesConfig().model
+        entities = EntitiesConfig()
         if config is not None:
             from vsr_extproc.config.compile import read_config
 
-            name = read_config(config)[0].text.entities.model
-        report = evaluate_names([*names_rows(split), *names_in_other_languages(split)], name or "")
+            entities = read_config(config)[0].text.entities
+        report = evaluate_names(
+            [*names_rows(split), *names_in_other_languages(split)],
+            entities.model or "",
+            entities.public_figures,
+        )
         report["split"] = split
         return report
     if task == "images":

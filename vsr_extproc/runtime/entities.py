@@ -35,6 +35,7 @@ import structlog
 
 from vsr_extproc.detectors.findings import Finding, FindingType
 from vsr_extproc.runtime.cache import LruCache, text_key
+from vsr_extproc.runtime.figures import PublicFigures, load_figures
 from vsr_extproc.runtime.technology import GIVEN_NAME_CONFIDENCE, Technology
 
 log = structlog.get_logger(__name__)
@@ -596,6 +597,9 @@ class EntityModel:
     #: and tells the gazetteer which language a sentence is in; without one, every
     #: sentence is read as English
     language: Language | None = field(default=None, compare=False, repr=False)
+    #: public figures (``runtime.figures``): a name that is one of theirs is no one's
+    #: personal data ("Explain Newton's second law"); None: every name counts
+    figures: PublicFigures | None = field(default=None, compare=False, repr=False)
     #: each text's names, by a digest of it: a chat client resends the whole history every
     #: turn, and only the newest message costs a pass of the model
     memo: LruCache[bytes, list[Finding]] = field(
@@ -689,10 +693,16 @@ class EntityModel:
                     _a_place_or_company(text, finding.start, finding.end)
                     or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
                     or (finding.detail != "cue" and self._a_technology(text, finding))
+                    or (finding.detail != "cue" and self._a_figure(text, finding))
                     or (finding.detail == "gazetteer" and _in_a_place(text, finding, places[index]))
                 )
             ]
         return found
+
+    def _a_figure(self, text: str, finding: Finding) -> bool:
+        """Whether the person's name ``finding`` found in ``text`` is a public figure's
+        (``PublicFigures.named``); a name after a title or a greeting never gets here."""
+        return self.figures is not None and self.figures.named_at(text, finding.start, finding.end)
 
     def _a_technology(self, text: str, finding: Finding) -> bool:
         """Whether the person's name ``finding`` found in ``text`` names a technology
@@ -924,10 +934,13 @@ def pipeline_location(name: str) -> str:
     return name
 
 
-def load_entity_model(name: str, language: Language | None = None) -> EntityModel | None:
+def load_entity_model(
+    name: str, language: Language | None = None, public_figures: bool = True
+) -> EntityModel | None:
     """The installed spaCy pipeline ``name`` (a package or a path), or None when it is not
     installed: names are then never found, and this is logged once. ``language`` is the
-    detector that keeps the model to text in its own language (``EntityModel.language``)."""
+    detector that keeps the model to text in its own language (``EntityModel.language``);
+    with ``public_figures``, a public figure's name is no person's (``runtime.figures``)."""
     try:
         import spacy
     except ImportError:
@@ -958,4 +971,9 @@ def load_entity_model(name: str, language: Language | None = None) -> EntityMode
         gazetteer = None
     technology = Technology.load(nlp, gazetteer.given if gazetteer is not None else ())
     log.info("entity model loaded", model=name, version=version, pipes=nlp.pipe_names)
-    return EntityModel(nlp, name, version, gazetteer, technology, language)
+    figures = (
+        load_figures(gazetteer.given | gazetteer.surnames if gazetteer is not None else ())
+        if public_figures
+        else None
+    )
+    return EntityModel(nlp, name, version, gazetteer, technology, language, figures)

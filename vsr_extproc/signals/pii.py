@@ -176,7 +176,8 @@ def entity_model(resources: Resources) -> EntityModel | None:
     """The configured named-entity model, loaded once per process (None when absent), with
     the language detector that keeps it to English text when ``text.languages`` lists
     English (``runtime.entities``)."""
-    name = resources.config.text.entities.model
+    entities = resources.config.text.entities
+    name = entities.model
     if not name:
         return None
     from vsr_extproc.runtime.entities import load_entity_model
@@ -186,9 +187,12 @@ def entity_model(resources: Resources) -> EntityModel | None:
 
     def load() -> EntityModel | None:
         detector = language_detector(resources) if "en" in codes else None
-        return load_entity_model(name, detector.detect if detector is not None else None)
+        return load_entity_model(
+            name, detector.detect if detector is not None else None, entities.public_figures
+        )
 
-    model: EntityModel | None = resources.get(("entities", name, codes), load)
+    key = ("entities", name, codes, entities.public_figures)
+    model: EntityModel | None = resources.get(key, load)
     return model
 
 
