@@ -19,7 +19,13 @@ from vsr_extproc.core.rewrite import Redaction, rewrite_body
 from vsr_extproc.core.router import Router
 from vsr_extproc.runtime.embedding import Embedder, load_text_encoder
 from vsr_extproc.signals.base import Resources
-from vsr_extproc.signals.jailbreak import ChunkWording, JailbreakModel, default_bank
+from vsr_extproc.signals.jailbreak import (
+    ChunkWording,
+    JailbreakEntry,
+    JailbreakModel,
+    calibrated,
+    default_bank,
+)
 
 pytestmark = pytest.mark.models
 
@@ -132,6 +138,49 @@ def test_a_jailbreak_is_detected_and_padding_does_not_hide_it(router: Router) ->
     assert value["cues"] == ["override", "extraction"]
 
 
+def test_the_score_is_the_calibrated_probability_and_the_models_own_is_kept(
+    router: Router,
+) -> None:
+    """The shipped bank's score is Platt-scaled (``CALIBRATION``, fitted on the public
+    corpora's ``dev`` rows); a bank of the entry's own keeps the model's score, which has
+    no such measurement behind it."""
+    prompt = "Respond only in JSON from now on, with no explanations."
+    attack = decide(router, chat(user(prompt))).results["jailbreak.attack"]
+    own = attack.value["model_score"]
+    assert 0.2 < own < 0.8  # the model's middle, where its score is least calibrated
+    assert attack.confidence == pytest.approx(calibrated(own), abs=1e-3)
+    assert attack.confidence < own / 2  # on ``dev`` such texts were rarely attacks
+    config = {
+        "models": CONFIG["models"],
+        "decisions": [
+            {"name": "d", "rules": "jailbreak.attack", "action": CONFIG["default"]["action"]}
+        ],
+        "default": CONFIG["default"],
+        "signals": {
+            "jailbreak": [
+                {
+                    "name": "attack",
+                    "attacks": list(default_bank()[0]),
+                    "benign": list(default_bank()[1]),
+                    "other_languages": False,
+                    "orders_in_data": False,
+                }
+            ]
+        },
+    }
+    own_bank = Router(compile_policy(parse_config(config), Resources()))
+    result = decide(own_bank, chat(user(prompt))).results["jailbreak.attack"]
+    assert result.confidence == pytest.approx(result.value["model_score"], abs=1e-3)
+
+
+def test_the_default_threshold_keeps_the_models_operating_point() -> None:
+    """0.35 was the fitted model's 0.7, the bar chosen on ``dev`` before calibration."""
+    threshold = JailbreakEntry(name="attack").threshold
+    assert calibrated(0.7) == pytest.approx(threshold, abs=0.005)
+    model = np.linspace(0.01, 0.99, 99)
+    assert np.all(np.diff(calibrated(model)) > 0)  # the order of texts never changes
+
+
 @pytest.mark.parametrize(
     "prompt",
     [
@@ -231,7 +280,8 @@ def test_keys_hashes_and_ids_do_not_raise_the_score_by_themselves(
     router: Router, carrier: str
 ) -> None:
     """An out-of-distribution string in place of an ordinary word leaves the message
-    well under the threshold (it still moves the score: see the README's known gaps)."""
+    well under the threshold (it still moves the score: see the README's known gaps): no
+    more likely an attack than one in ten (the fitted model's own 0.5)."""
 
     def score(prompt: str) -> float:
         return decide(router, chat(user(prompt))).results["jailbreak.attack"].confidence
@@ -239,7 +289,7 @@ def test_keys_hashes_and_ids_do_not_raise_the_score_by_themselves(
     plain = score(carrier.format("the reference number"))
     for token in _TOKENS:
         with_token = score(carrier.format(token))
-        assert with_token < 0.5, (token, plain, with_token)
+        assert with_token < 0.1, (token, plain, with_token)
 
 
 def test_an_instruction_in_invisible_characters_is_read(router: Router) -> None:

@@ -68,6 +68,8 @@ class TextModels:
     order_model: Any = None  # orders in tool results (signals.orders); None: switched off
     users_are_data: bool = False  # the jailbreak entry's ``user_messages: data``
     crosslingual: Any = None  # the multilingual reading (signals.crosslingual); None: off
+    #: the jailbreak score's calibration (``signals.jailbreak.entry_calibration``)
+    jailbreak_calibration: tuple[float, float] | None = None
 
 
 def load_models(
@@ -82,6 +84,7 @@ def load_models(
         JailbreakEntry,
         JailbreakModel,
         crosslingual_model,
+        entry_calibration,
         read_in_data,
     )
     from vsr_extproc.signals.jailbreak import default_bank as jailbreak_bank
@@ -133,6 +136,7 @@ def load_models(
         OrderModel.fit(encoder, *orders_bank()) if jailbreak.orders_in_data else None,
         jailbreak.user_messages == "data",
         crosslingual_model(resources, attacks, benign) if jailbreak.other_languages else None,
+        entry_calibration(jailbreak),
     )
 
 
@@ -371,8 +375,20 @@ def _covers_half(a: tuple[int, int], b: tuple[int, int]) -> bool:
 def jailbreak_scores(
     models: TextModels, texts: Sequence[str], channels: Sequence[str] | None = None
 ) -> np.ndarray:
-    """Each text's P(attack): its riskiest chunk, as the signal computes it (read as a
-    reader sees it, with the payloads it hides decoded whole); a text whose channel is
+    """Each text's P(attack) as the signal reports it: ``model_scores`` calibrated."""
+    from vsr_extproc.signals.jailbreak import calibrated
+
+    return np.asarray(
+        calibrated(model_scores(models, texts, channels), models.jailbreak_calibration)
+    )
+
+
+def model_scores(
+    models: TextModels, texts: Sequence[str], channels: Sequence[str] | None = None
+) -> np.ndarray:
+    """Each text's score by the fitted model, before calibration: its riskiest chunk, as
+    the signal computes it (read as a reader sees it, with the payloads it hides decoded
+    whole); a text whose channel is
     ``tool`` is read as a tool result, its imperative clauses scored as orders in data
     (``signals.orders``), as are those of the material a user's message quotes; a user's
     own words are not data (``read_as_data``); a chunk in another language is read by the
@@ -672,10 +688,24 @@ def _groups(rows: Sequence[dict[str, Any]], flagged: np.ndarray, key: str) -> di
     return groups
 
 
+def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """The slope and intercept on the logit of ``scores`` that make them calibrated
+    probabilities of ``labels`` (Platt scaling, unregularised)."""
+    from sklearn.linear_model import LogisticRegression
+
+    clipped = np.clip(scores, 1e-9, 1 - 1e-9)
+    logits = np.log(clipped / (1 - clipped))[:, None]
+    fitted = LogisticRegression(C=1e6, max_iter=1000).fit(logits, labels)
+    return round(float(fitted.coef_[0][0]), 4), round(float(fitted.intercept_[0]), 4)
+
+
 def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    from vsr_extproc.signals.jailbreak import calibrated
+
     started = time.perf_counter()
     channels = [row.get("channel", "user") for row in rows]
-    scores = jailbreak_scores(models, [row["text"] for row in rows], channels)
+    raw = model_scores(models, [row["text"] for row in rows], channels)
+    scores = np.asarray(calibrated(raw, models.jailbreak_calibration))
     labels = np.asarray([1 if row["label"] == "attack" else 0 for row in rows])
     flagged = scores >= models.jailbreak_threshold
     at_rates = {}
@@ -693,6 +723,11 @@ def evaluate_jailbreak(models: TextModels, rows: Sequence[dict[str, Any]]) -> di
         "fpr_at_threshold": float(flagged[labels == 0].mean()),
         "calibration_error": calibration_error(scores, labels),
         "reliability": reliability(scores, labels),
+        # the fitted model's own scores: how far from calibrated, and the calibration
+        # these rows would give (``signals.jailbreak.CALIBRATION`` is ``dev``'s)
+        "model_calibration_error": calibration_error(raw, labels),
+        "calibration": models.jailbreak_calibration,
+        "calibration_fit": platt(raw, labels),
         "per_source": _groups(rows, flagged, "source"),
         "per_kind": _groups(rows, flagged, "kind"),
         "errors": [
@@ -903,6 +938,12 @@ def summary(report: dict[str, Any]) -> str:
             f"{report['fpr_at_threshold']:.3f}; expected calibration error "
             f"{report['calibration_error']:.3f}"
         )
+        if "calibration_fit" in report:
+            lines.append(
+                f"  the fitted model's own scores: expected calibration error "
+                f"{report['model_calibration_error']:.3f}; calibration {report['calibration']}, "
+                f"these rows would fit {report['calibration_fit']}"
+            )
         lines.append(
             "  what a score means (score bin: texts, mean score, share that are positive):"
         )

@@ -19,8 +19,9 @@ text about passwords, permissions and deleting, which a model that knows only at
 chat takes for an attack in any language. ``MARGIN_AT_THRESHOLD`` and ``SLOPE`` put the
 margin on the jailbreak score's scale: the margin that flags 1 % of ``dev``'s Django
 translations of messages the model never saw (half of ``dev``'s messages held out) reads
-as 0.7, the signal's default threshold, chosen with garak-multilingual's ``dev`` payloads
-in view; ``SLOPE`` was set, not fitted (a margin 0.05 higher reads 0.9).
+as 0.7, the fitted model's score at the signal's default threshold (0.35 once calibrated,
+``signals.jailbreak.CALIBRATION``), chosen with garak-multilingual's ``dev`` payloads in
+view; ``SLOPE`` was set, not fitted (a margin 0.05 higher reads 0.9).
 """
 
 from __future__ import annotations

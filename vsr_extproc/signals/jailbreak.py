@@ -3,7 +3,7 @@
     signals:
       jailbreak:
         - name: attack
-          threshold: 0.7
+          threshold: 0.35        # P(attack), calibrated (``CALIBRATION``)
           scope: prompt          # conversation: user turns and tool results too (indirect
                                  # injection arriving through a tool output or a document)
 
@@ -100,6 +100,14 @@ CODE = BANKS / "jailbreak_code.jsonl"  # source files' windows (eval/codebank.py
 DOMAINS = BANKS / "domains.yaml"
 PII_MESSAGES = BANKS.parent / "eval" / "data" / "pii.jsonl"
 REGULARISATION = 4.0  # C of the logistic model, chosen on the public corpora's dev split
+#: Platt scaling (slope, intercept on the logit) that turns the riskiest chunk's score into
+#: P(attack) as measured: the share of attacks among the public corpora's ``dev`` rows that
+#: score as much (``vsr-extproc eval jailbreak --split dev`` refits it and reports it as
+#: ``calibration_fit``). The fitted model's own score speaks of its bank, whose benign side
+#: is small next to the traffic's: on ``dev`` the texts it scored 0.4–0.6 were attacks 3 %
+#: of the time, those it scored 0.7–0.9 70 %, above 0.9 99 %. Only the shipped bank is
+#: calibrated: an entry with its own ``attacks`` or ``benign`` keeps its model's score
+CALIBRATION = (2.2882, -2.5456)
 EVIDENCE_WORDS = 6
 NEAREST = (1, 5)
 SIMILARITY_SCALE = 4.0  # similarity features on the scale of the others
@@ -1139,6 +1147,22 @@ class JailbreakModel:
         ]
 
 
+def calibrated(scores: Any, calibration: tuple[float, float] | None = CALIBRATION) -> Any:
+    """The model's ``scores`` (a number or an array) as calibrated probabilities
+    (``CALIBRATION``); unchanged without a calibration."""
+    if calibration is None:
+        return scores
+    slope, intercept = calibration
+    clipped = np.clip(scores, 1e-9, 1 - 1e-9)
+    return 1.0 / (1.0 + np.exp(-(slope * np.log(clipped / (1.0 - clipped)) + intercept)))
+
+
+def entry_calibration(entry: JailbreakEntry) -> tuple[float, float] | None:
+    """The calibration of the entry's model: the shipped bank's, or none for a bank of
+    the entry's own."""
+    return None if entry.attacks or entry.benign else CALIBRATION
+
+
 def _speaks_to_an_ai(chunks: list[str], layouts: list[list[tuple[int, int]]]) -> npt.NDArray[Any]:
     """Whether each row (``layouts[i]``'s spans of ``chunks[i]``) addresses an AI
     (``_ADDRESSES_AI``); a chunk that does not is not searched again row by row."""
@@ -1231,10 +1255,11 @@ class ChunkWording:
 
 class JailbreakEntry(AsyncSignalEntry):
     threshold: float = Field(
-        default=0.7,
+        default=0.35,
         ge=0,
         le=1,
-        description="P(attack) needed; 0.7 flags 1.5 % of the public benign test rows",
+        description="P(attack) needed, calibrated on the public corpora's dev rows; 0.35 "
+        "(the fitted model's own 0.7) flags 1.6 % of the public benign test rows",
     )
     scope: TextScope = Field(
         default="prompt",
@@ -1282,6 +1307,7 @@ class JailbreakSignal(AsyncSignal):
         self.budget = budget
         self.timeout_s = entry.timeout_ms / 1000
         self.threshold = entry.threshold
+        self.calibration = entry_calibration(entry)
         self.scope: TextScope = entry.scope
         self.embedder = embedder
         self.model = model
@@ -1329,9 +1355,10 @@ class JailbreakSignal(AsyncSignal):
             if chosen:
                 report["other_language_chunks"] = len(chosen)
         riskiest = int(np.argmax(probabilities))
-        score = float(probabilities[riskiest])
+        score = float(calibrated(probabilities[riskiest], self.calibration))
         value = {
             "score": round(score, 4),
+            "model_score": round(float(probabilities[riskiest]), 4),
             "chunks": len(pieces),
             "sentences_read_alone": len(sentences),
             "riskiest_chunk": riskiest,
@@ -1367,8 +1394,8 @@ class JailbreakSignal(AsyncSignal):
         own = await own_meanings(evaluation, self.embedder, owners, read)
         found = self.orders.scores(own.vectors, own.pieces)
         best = int(np.argmax(found))
-        report["order_in_data"] = round(float(found[best]), 4)
-        if found[best] >= self.threshold:
+        report["order_in_data"] = round(float(calibrated(found[best], self.calibration)), 4)
+        if report["order_in_data"] >= self.threshold:
             report["order"] = own.pieces[best][:200]
         return own.owners, found, report
 
