@@ -183,7 +183,11 @@ def test_a_person_whose_name_is_also_a_products_is_still_a_person(
     ],
 )
 def test_a_public_figure_is_no_ones_personal_data(router: Router, prompt: str) -> None:
-    assert not _results(router, prompt)["pii.names"].value.get("person"), prompt
+    result = _results(router, prompt)["pii.names"]
+    assert not result.value.get("person"), prompt
+    assert not result.matched
+    # the trace says names were read and set aside, not that none were there
+    assert result.value["public_figures"] >= 1, result.value
 
 
 @pytest.mark.parametrize(
@@ -213,6 +217,7 @@ def test_a_deployment_can_count_public_figures_as_people() -> None:
     counting = Router(compile_policy(parse_config(config), Resources()))
     results = _results(counting, "What if Isaac Newton had focused on biology?")
     assert results["pii.names"].value.get("person") == 1
+    assert "public_figures" not in results["pii.names"].value
 
 
 def test_the_public_figures_are_what_wordnet_gives() -> None:

@@ -581,6 +581,15 @@ def _strings(value: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Read:
+    """What a text's reading found: the names, and the public figures' names it set aside
+    (``runtime.figures``: "Isaac Newton" is no one's personal data)."""
+
+    found: list[Finding]
+    figures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class EntityModel:
     """A loaded spaCy pipeline that reports ``person`` and ``organization`` findings,
     with a gazetteer of given names and surnames beside it."""
@@ -602,7 +611,7 @@ class EntityModel:
     figures: PublicFigures | None = field(default=None, compare=False, repr=False)
     #: each text's names, by a digest of it: a chat client resends the whole history every
     #: turn, and only the newest message costs a pass of the model
-    memo: LruCache[bytes, list[Finding]] = field(
+    memo: LruCache[bytes, Read] = field(
         default_factory=lambda: LruCache(4096), compare=False, repr=False
     )
     #: spaCy's pipeline mutates its vocabulary while it reads: one caller at a time
@@ -613,22 +622,33 @@ class EntityModel:
         ``PIECE_CHARS``: the ``pii`` signal reads a message piece by piece, and redaction
         (a replay record's kept content, a ``redact`` action) of the whole message then
         finds each piece remembered instead of running the model over it again."""
+        return self.read(text).found
+
+    def read(self, text: str) -> Read:
+        """``find``'s names, and the public figures' names set aside (``figures``)."""
         if len(text) > PIECE_CHARS:
-            return [
-                dataclasses.replace(finding, start=finding.start + at, end=finding.end + at)
-                for at, end in pieces(text)
-                for finding in self.find(text[at:end])
-            ]
+            parts = [(at, self.read(text[at:end])) for at, end in pieces(text)]
+            return Read(
+                [
+                    dataclasses.replace(finding, start=finding.start + at, end=finding.end + at)
+                    for at, part in parts
+                    for finding in part.found
+                ],
+                tuple(name for _, part in parts for name in part.figures),
+            )
         key = text_key(text)
-        found = self.memo.get(key)
-        if found is None:
-            found = self.find_many([text])[0]
-            self.memo.put(key, found)
-        return list(found)
+        done = self.memo.get(key)
+        if done is None:
+            done = self._read_many([text])[0]
+            self.memo.put(key, done)
+        return Read(list(done.found), done.figures)
 
     def find_many(self, texts: Iterable[str]) -> list[list[Finding]]:
         """The names in each text. The cue and the gazetteer read all of it; the model
         reads only the runs of sentences that may hold a name (``may_hold_names``)."""
+        return [done.found for done in self._read_many(texts)]
+
+    def _read_many(self, texts: Iterable[str]) -> list[Read]:
         texts = list(texts)
         spans = [(index, span) for index, text in enumerate(texts) for span in pieces(text)]
         runs = [  # (text, its piece's start, the run's start and end in the text)
@@ -684,20 +704,28 @@ class EntityModel:
                     continue
                 found[index].append(Finding(kind, start, end, confidence, "ner"))
         countries = self.gazetteer.countries if self.gazetteer is not None else frozenset()
+        done = []
         for index, text in enumerate(texts):
-            found[index] = [
-                _without_apartment(finding, text=text)
-                for finding in found[index]
-                if finding.type is not FindingType.PERSON
-                or not (
+            kept: list[Finding] = []
+            figures: dict[str, None] = {}  # each figure once, whichever reader found it
+            for finding in found[index]:
+                if finding.type is FindingType.PERSON and (
                     _a_place_or_company(text, finding.start, finding.end)
                     or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
                     or (finding.detail != "cue" and self._a_technology(text, finding))
-                    or (finding.detail != "cue" and self._a_figure(text, finding))
                     or (finding.detail == "gazetteer" and _in_a_place(text, finding, places[index]))
-                )
-            ]
-        return found
+                ):
+                    continue
+                if (
+                    finding.type is FindingType.PERSON
+                    and finding.detail != "cue"
+                    and self._a_figure(text, finding)
+                ):
+                    figures[text[finding.start : finding.end]] = None
+                    continue
+                kept.append(_without_apartment(finding, text=text))
+            done.append(Read(kept, tuple(figures)))
+        return done
 
     def _a_figure(self, text: str, finding: Finding) -> bool:
         """Whether the person's name ``finding`` found in ``text`` is a public figure's

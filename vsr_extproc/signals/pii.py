@@ -104,20 +104,23 @@ async def scan(texts: tuple[str, ...], owner: Hashable) -> list[Finding]:
 
 async def scan_names(
     texts: tuple[str, ...], entities: EntityModel, owner: Hashable
-) -> list[Finding]:
+) -> tuple[list[Finding], int]:
     """The named-entity model over each text, a CPU job per piece (``entities.pieces``:
-    at most ``PIECE_CHARS`` characters, about 10-40 ms)."""
+    at most ``PIECE_CHARS`` characters, about 10-40 ms): the names, and how many public
+    figures' names were set aside (``runtime.figures``)."""
     from vsr_extproc.runtime.entities import pieces
 
     found: list[Finding] = []
+    figures = 0
     for text in texts:
         for start, end in pieces(text):
-            names = await run_cpu(entities.find, text[start:end], owner=owner)
+            read = await run_cpu(entities.read, text[start:end], owner=owner)
             found += [
                 Finding(f.type, f.start + start, f.end + start, f.confidence, f.detail)
-                for f in names
+                for f in read.found
             ]
-    return found
+            figures += len(read.figures)
+    return found, figures
 
 
 class PiiSignal(AsyncSignal):
@@ -145,17 +148,18 @@ class PiiSignal(AsyncSignal):
             # detection is CPU work: off the event loop, once per request and scope
             return await scan(reading.texts, evaluation)
 
+        figures = 0
         if self.entities is None:
             findings = await evaluation.once(("pii", self.scope), compute)
         else:
             entities = self.entities
 
-            async def names() -> list[Finding]:
+            async def names() -> tuple[list[Finding], int]:
                 return await scan_names(reading.texts, entities, evaluation)
 
             # both queue at once: the model's job, the longest, is not left to join the
             # queue behind every other signal's
-            findings, found = await asyncio.gather(
+            findings, (found, figures) = await asyncio.gather(
                 evaluation.once(("pii", self.scope), compute),
                 evaluation.once(("names", self.scope, id(entities)), names),
             )
@@ -169,6 +173,8 @@ class PiiSignal(AsyncSignal):
         value: dict[str, Any] = {**dict(sorted(counts.items())), **reading.report}
         if self.wants_names and self.entities is None:
             value["names"] = "unavailable"
+        elif self.wants_names and figures:
+            value["public_figures"] = figures  # names read and set aside, not counted
         return Outcome(matched, confidence if matched else 0.0, value)
 
 
