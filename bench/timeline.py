@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     embedding.TextEncoder.forward = recorder.timed(  # type: ignore[method-assign]
         "pass", _tokens, embedding.TextEncoder.forward
     )
-    entities.EntityModel.find_many = recorder.timed(  # type: ignore[method-assign]
-        "names", _characters, entities.EntityModel.find_many
+    entities.EntityModel.read_many = recorder.timed(  # type: ignore[method-assign]
+        "names", _characters, entities.EntityModel.read_many
     )
     _, policy = load_policy(DEMO)
     router = Router(policy)

@@ -639,16 +639,14 @@ class EntityModel:
         key = text_key(text)
         done = self.memo.get(key)
         if done is None:
-            done = self._read_many([text])[0]
+            done = self.read_many([text])[0]
             self.memo.put(key, done)
         return Read(list(done.found), done.figures)
 
-    def find_many(self, texts: Iterable[str]) -> list[list[Finding]]:
-        """The names in each text. The cue and the gazetteer read all of it; the model
-        reads only the runs of sentences that may hold a name (``may_hold_names``)."""
-        return [done.found for done in self._read_many(texts)]
-
-    def _read_many(self, texts: Iterable[str]) -> list[Read]:
+    def read_many(self, texts: Iterable[str]) -> list[Read]:
+        """The names in each text, and the public figures' names set aside. The cue and
+        the gazetteer read all of it; the model reads only the runs of sentences that may
+        hold a name (``may_hold_names``)."""
         texts = list(texts)
         spans = [(index, span) for index, text in enumerate(texts) for span in pieces(text)]
         runs = [  # (text, its piece's start, the run's start and end in the text)
@@ -801,7 +799,7 @@ def may_hold_names(sentence: str) -> bool:
     for match in words if speaker else words[1:]:
         word = match.group()
         if _ACRONYM.fullmatch(word):
-            continue  # TSH, SSRIs: terms, and at most a weak company (see ``find_many``)
+            continue  # TSH, SSRIs: terms, and at most a weak company (see ``read_many``)
         if word[0].isupper() and (len(word) >= 5 or any(char.islower() for char in word)):
             return True
     return False

@@ -62,13 +62,11 @@ def folded(name: str) -> str:
 
 @dataclass(frozen=True)
 class PublicFigures:
-    """The figures' names, folded: those of two words or more, and the one-word names
-    that only one figure bears; and the common given names and surnames."""
+    """The figures' names, folded: those of two words or more that are no common pairing,
+    and the one-word names that only one figure bears and no one else is given."""
 
     full: frozenset[str]
     single: frozenset[str]
-    common_given: frozenset[str]
-    common_surnames: frozenset[str]
 
     @classmethod
     def from_figures(
@@ -94,7 +92,7 @@ class PublicFigures:
                     full.add(name)
         anyones = frozenset(map(folded, listed_names)) | given | surnames
         single = {name for name, count in bearers.items() if count == 1 and name not in anyones}
-        return cls(frozenset(full), frozenset(single), given, surnames)
+        return cls(frozenset(full), frozenset(single))
 
     def named(self, name: str) -> bool:
         """Whether ``name``, as a text writes it, names a public figure."""

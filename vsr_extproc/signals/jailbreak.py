@@ -1394,8 +1394,9 @@ class JailbreakSignal(AsyncSignal):
         own = await own_meanings(evaluation, self.embedder, owners, read)
         found = self.orders.scores(own.vectors, own.pieces)
         best = int(np.argmax(found))
-        report["order_in_data"] = round(float(calibrated(found[best], self.calibration)), 4)
-        if report["order_in_data"] >= self.threshold:
+        order = float(calibrated(found[best], self.calibration))
+        report["order_in_data"] = round(order, 4)
+        if order >= self.threshold:
             report["order"] = own.pieces[best][:200]
         return own.owners, found, report
 
