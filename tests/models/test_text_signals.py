@@ -1132,6 +1132,12 @@ _OTHER_LANGUAGE_REQUESTS = (
     "来週の会議の議題を三つ考えてください。",
     "오늘 저녁 메뉴로 간단한 파스타 요리를 추천해 줄래?",
     "Kannst du mir erklären, wie ich in Excel eine Pivot-Tabelle anlege?",
+    # writing tasks with rules for the form, which the multilingual reading took for
+    # attacks until ordinary requests joined its benign exemplars (0.52 and 0.39 before)
+    "Escribe 4 estrofas pegadizas para una canción de música electrónica; recuerda que cada "
+    "frase tiene que rimar con la siguiente y que todo tenga coherencia y lógica.",
+    "hãy viết cho tôi một bài rap thật hay về tình yêu tuổi học trò, dựa theo phong cách của "
+    "bài hát mà tôi thích",
 )
 
 

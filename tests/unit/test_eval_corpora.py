@@ -107,6 +107,23 @@ def test_translations_share_their_english_messages_split_and_only_dev_is_trained
     assert shipped == crosslingual_training_rows()
 
 
+def test_the_ordinary_requests_bank_is_its_generators_and_measures_nothing() -> None:
+    import orjson
+
+    from vsr_extproc.eval.public import jailbreak_rows, ordinary_request_rows
+    from vsr_extproc.signals.crosslingual import ORDINARY_REQUESTS
+
+    rows = ordinary_request_rows()
+    assert Counter(row["source"] for row in rows) == {"writingbench": 1000, "ifeval": 541}
+    assert any("\u4e00" <= char <= "\u9fff" for row in rows for char in row["text"])
+    assert max(len(row["text"]) for row in rows if row["source"] == "writingbench") <= 600
+    shipped = [orjson.loads(line) for line in ORDINARY_REQUESTS.read_bytes().splitlines()]
+    assert shipped == rows
+    # neither set is a source the jailbreak evaluation measures
+    measured = {row["text"] for row in jailbreak_rows()}
+    assert not measured & {row["text"] for row in rows}
+
+
 def test_the_safety_sources_keep_out_the_training_data_and_what_no_category_holds() -> None:
     from vsr_extproc.eval.public import jailbreakbench, strongreject, uncensorbench, vauban
 

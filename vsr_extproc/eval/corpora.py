@@ -186,6 +186,16 @@ WHEELS = {
             "Apache-2.0",
             "https://github.com/instructlab/eval",
         ),
+        # ordinary requests in English and Chinese: WritingBench's 1,000 writing tasks, the
+        # multilingual jailbreak reading's benign exemplars (never a measure of it)
+        Wheel(
+            "inspect-evals",
+            "0.28.0",
+            "1d5735999b1c4e481162cacc29b962beeefd540c1e6222cccfdb40e79e8d459d",
+            "MIT",
+            "https://github.com/UKGovernmentBEIS/inspect_evals (WritingBench: "
+            "https://github.com/X-PLUG/WritingBench)",
+        ),
         # harmful requests (and a few ordinary ones) that red-team and safety tools ship:
         # the safety model's training data beside AdvBench's, never a measure of it
         Wheel(

@@ -11,17 +11,21 @@ is lost in their meaning) is scored by how much nearer it lies to the bank's att
 exemplars than to its benign ones (the mean cosine of the ``NEAREST`` nearest of each),
 and the request keeps the higher of the two readings.
 
-The exemplars are the jailbreak bank's own, in English (its attacks; its benign look-alikes,
-requests and messages heavy with personal data, without the source-code windows, which
-the gate keeps out), and the English messages of Django's catalogues whose translations
-lie in the public evaluation's ``dev`` split (``banks/ui_messages.jsonl``): software's own
-text about passwords, permissions and deleting, which a model that knows only attacks and
-chat takes for an attack in any language. ``MARGIN_AT_THRESHOLD`` and ``SLOPE`` put the
-margin on the jailbreak score's scale: the margin that flags 1 % of ``dev``'s Django
-translations of messages the model never saw (half of ``dev``'s messages held out) reads
-as 0.7, the fitted model's score at the signal's default threshold (0.35 once calibrated,
-``signals.jailbreak.CALIBRATION``), chosen with garak-multilingual's ``dev`` payloads in
-view; ``SLOPE`` was set, not fitted (a margin 0.05 higher reads 0.9).
+The exemplars are the jailbreak bank's own, in English (its attacks; its benign
+look-alikes, requests and messages heavy with personal data, without the source-code
+windows, which the gate keeps out), the English messages of Django's catalogues whose
+translations lie in the public evaluation's ``dev`` split (``banks/ui_messages.jsonl``):
+software's own text about passwords, permissions and deleting, which a model that knows
+only attacks and chat takes for an attack in any language; and ordinary requests in
+English and Chinese (``banks/ordinary_requests.jsonl``: WritingBench's writing tasks and
+IFEval's prompts), without which a request to write rhyming lyrics, a fan novel or a rap
+in another language lay nearer the attacks' rules for an answer than to anything benign.
+``MARGIN_AT_THRESHOLD`` and ``SLOPE`` put the margin on the jailbreak score's scale: the
+margin that flags 1 % of ``dev``'s Django translations of messages the model never saw
+(half of ``dev``'s messages held out) reads as 0.7, the fitted model's score at the
+signal's default threshold (0.35 once calibrated, ``signals.jailbreak.CALIBRATION``),
+chosen with garak-multilingual's ``dev`` payloads in view; ``SLOPE`` was set, not fitted
+(a margin 0.05 higher reads 0.9).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ if TYPE_CHECKING:
     from vsr_extproc.runtime.multilingual import MultilingualEncoder
 
 _Reading = TypeVar("_Reading")
-UI_MESSAGES = Path(__file__).resolve().parent.parent / "banks" / "ui_messages.jsonl"
+BANKS = Path(__file__).resolve().parent.parent / "banks"
+UI_MESSAGES = BANKS / "ui_messages.jsonl"
+ORDINARY_REQUESTS = BANKS / "ordinary_requests.jsonl"
 NEAREST = 5
 MARGIN_AT_THRESHOLD = 0.045  # the margin scored 0.7
 SLOPE = 27.0  # logit per unit of margin: 0.05 above the threshold's margin scores 0.9
@@ -162,7 +168,16 @@ def sentences_of(text: str) -> list[str]:
 
 def ui_messages() -> tuple[str, ...]:
     """``banks/ui_messages.jsonl``'s texts (written by ``python -m vsr_extproc.eval.public``)."""
-    lines = UI_MESSAGES.read_bytes().splitlines()
+    return _bank_texts(UI_MESSAGES)
+
+
+def ordinary_requests() -> tuple[str, ...]:
+    """``banks/ordinary_requests.jsonl``'s texts (the same generator writes them)."""
+    return _bank_texts(ORDINARY_REQUESTS)
+
+
+def _bank_texts(path: Path) -> tuple[str, ...]:
+    lines = path.read_bytes().splitlines()
     return tuple(orjson.loads(line)["text"] for line in lines if line.strip())
 
 

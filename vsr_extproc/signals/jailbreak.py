@@ -75,7 +75,12 @@ from vsr_extproc.core.signals import AsyncSignal, Evaluation, Outcome
 from vsr_extproc.runtime.cache import LruCache, text_key
 from vsr_extproc.runtime.fitted import kept_model
 from vsr_extproc.signals.base import AsyncSignalEntry, Resources, SignalFamily, run_cpu
-from vsr_extproc.signals.crosslingual import CrossLingualModel, multilingual_reading, ui_messages
+from vsr_extproc.signals.crosslingual import (
+    CrossLingualModel,
+    multilingual_reading,
+    ordinary_requests,
+    ui_messages,
+)
 from vsr_extproc.signals.orders import Clause, OrderModel, data_clauses, first_read, pasted_spans
 from vsr_extproc.signals.orders import default_bank as orders_bank
 from vsr_extproc.signals.texts import (
@@ -704,11 +709,12 @@ def crosslingual_bank(
     attacks: tuple[str, ...], benign: tuple[str, ...]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The exemplars of the multilingual reading (``signals.crosslingual``): the attacks,
-    the benign texts but source code (which that reading never scores: it reads prose) and
-    software's own messages (``banks/ui_messages.jsonl``)."""
+    the benign texts but source code (which that reading never scores: it reads prose),
+    software's own messages (``banks/ui_messages.jsonl``) and ordinary requests in English
+    and Chinese (``banks/ordinary_requests.jsonl``)."""
     code = frozenset(_code_windows())
     prose = tuple(text for text in benign if text not in code)
-    return attacks, tuple(dict.fromkeys((*prose, *ui_messages())))
+    return attacks, tuple(dict.fromkeys((*prose, *ui_messages(), *ordinary_requests())))
 
 
 @cache

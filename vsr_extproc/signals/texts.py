@@ -139,16 +139,34 @@ def _as_latin() -> dict[int, str]:
 def as_seen(text: str) -> str:
     """``text`` as a reader sees it, for the models that judge its meaning: compatibility
     forms folded (NFKC: fullwidth ``Ｉｇｎｏｒｅ`` is ``Ignore``), invisible characters
-    dropped, and — in text that is mostly Latin — Cyrillic, Greek and other look-alike
-    letters read as the Latin ones they pass for (``Ignоrе`` with two Cyrillic letters is
-    ``Ignore``). Text mostly in another script keeps its letters."""
+    dropped, and Cyrillic, Greek and other look-alike letters read as the Latin ones they
+    pass for, word by word, as Unicode's security mechanisms (UTS #39) judge spoofing: a
+    word that mixes them with Latin letters (``Ignоrе`` with two Cyrillic letters is
+    ``Ignore``, in any text), and — in text that is mostly Latin then — a word made of
+    look-alikes alone (``ассеѕѕ``). A word with a letter that passes for none is written
+    in its own script, and keeps its letters: a Russian request around Python code, whose
+    Latin letters outnumber its Cyrillic ones, is still Russian to the models."""
     text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
     if text.isascii():
         return text
+    table = _as_latin()
+    text = _WORD.sub(lambda word: _folded(word[0], table, mixed=True), text)
     latin = len(_LATIN.findall(text))
     if latin and latin * 2 >= len(_LETTER.findall(text)):
-        text = text.translate(_as_latin())
+        text = _WORD.sub(lambda word: _folded(word[0], table, mixed=False), text)
     return text
+
+
+def _folded(word: str, table: dict[int, str], *, mixed: bool) -> str:
+    """``word`` in Latin letters where it is spoofing them: with ``mixed``, where it mixes
+    look-alikes with Latin letters; without, where every letter is Latin or a look-alike."""
+    if word.isascii():
+        return word
+    if mixed:
+        spoofed = _LATIN.search(word) is not None and any(ord(c) in table for c in word)
+    else:
+        spoofed = all(c.isascii() or ord(c) in table for c in word if c.isalpha())
+    return word.translate(table) if spoofed else word
 
 
 def meaning_reading(
