@@ -157,6 +157,32 @@ def test_ordinary_requests_in_other_languages_are_not_unsafe(router: Router, pro
     assert not decide(router, prompt).results["safety.any"].matched
 
 
+def test_the_multilingual_reading_knows_ordinary_requests_as_benign() -> None:
+    """WritingBench's writing tasks and IFEval's prompts are benign exemplars of the
+    multilingual reading, as of the jailbreak signal's: with them a Chinese request for a
+    coffee shop's marketing plan reads 0.08 unsafe (0.19 without; public `test` split:
+    Arena-Hard's requests flagged 27 -> 25 of 528, harmful requests flagged the same)."""
+    from vsr_extproc.signals.crosslingual import ordinary_requests
+    from vsr_extproc.signals.safety import (
+        CrossLingualSafety,
+        SafetyModel,
+        crosslingual_safety,
+        default_bank,
+        shared_embedder,
+    )
+
+    resources = Resources()
+    resources.begin_compile(parse_config(CONFIG))
+    model = SafetyModel.kept(shared_embedder(resources).encoder, default_bank())
+    reading = crosslingual_safety(resources, model)
+    assert isinstance(reading, CrossLingualSafety)
+    bank = default_bank()
+    assert len(reading.benign) == len(dict.fromkeys([*bank.benign, *ordinary_requests()]))
+    request = "请为一家小型咖啡店制定一份三个月的社交媒体营销计划，包括每周的发帖主题和预算分配。"
+    _, probabilities = reading.chunk_probabilities([request])
+    assert probabilities.sum() < 0.15
+
+
 def test_an_entry_may_read_english_only() -> None:
     config = {
         **CONFIG,

@@ -68,6 +68,7 @@ from vsr_extproc.signals.crosslingual import (
     foreign_readings,
     margin_probability,
     multilingual_reading,
+    ordinary_requests,
     top_mean,
 )
 from vsr_extproc.signals.texts import (
@@ -192,9 +193,10 @@ def default_bank() -> Bank:
     )
 
 
-#: an entry's threshold unless it sets one: it flags 3.4 % of the public evaluation's
-#: ``dev`` benign rows (29 of 856; the model fitted on the bank before the red-team tools'
-#: probes flagged 3.6 % at 0.4, with less recall than this one at 0.5)
+#: an entry's threshold unless it sets one: it flags 3.3 % of the public evaluation's
+#: ``dev`` benign rows (28 of 856; 29 before the multilingual reading learnt ordinary
+#: requests; the model fitted on the bank before the red-team tools' probes flagged 3.6 %
+#: at 0.4, with less recall than this one at 0.5)
 DEFAULT_THRESHOLD = 0.5
 #: the multilingual reading's margin (the mean cosine to the nearest harmful exemplars
 #: less that to the nearest benign ones) that flags 1 % of the public evaluation's ``dev``
@@ -714,13 +716,18 @@ def shared_guard(resources: Resources) -> Guard | None:
 
 
 def crosslingual_safety(resources: Resources, model: SafetyModel) -> CrossLingualSafety | None:
-    """The multilingual reading of the shipped bank, or ``None`` where the multilingual
-    sentence model is not installed."""
-    return multilingual_reading(
-        resources,
-        ("safety-crosslingual", model.categories),
-        lambda encoder: CrossLingualSafety.fit(encoder, default_bank(), model.categories),
-    )
+    """The multilingual reading of the shipped bank, its benign side with ordinary requests
+    in English and Chinese too (``banks/ordinary_requests.jsonl``, as the jailbreak
+    signal's multilingual reading has them), or ``None`` where the multilingual sentence
+    model is not installed."""
+
+    def fit(encoder: MultilingualEncoder) -> CrossLingualSafety:
+        bank = default_bank()
+        benign = tuple(dict.fromkeys([*bank.benign, *ordinary_requests()]))
+        read = Bank(bank.exemplars, benign, bank.uncategorised)
+        return CrossLingualSafety.fit(encoder, read, model.categories)
+
+    return multilingual_reading(resources, ("safety-crosslingual", model.categories), fit)
 
 
 FAMILY = SignalFamily(
