@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vsr_extproc.signals.crosslingual import other_language
+from vsr_extproc.signals.crosslingual import other_language, sentences_of
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,18 @@ def test_prose_in_another_language_is_read_again(text: str) -> None:
 )
 def test_english_code_tokens_and_a_few_words_are_not(text: str) -> None:
     assert not other_language(text)
+
+
+def test_a_requests_sentences_leave_out_the_lines_of_its_script() -> None:
+    request = (
+        "Улучши этот код: добавь логирование в файл и отправку отчёта раз в сутки. "
+        "Проверь, нет ли ошибок.\n\n"
+        "import sqlite3\nimport logging\n\n"
+        "DB_PATH = 'orders.db'  # путь к базе данных\n"
+        "def load_orders(day):\n"
+        "    conn = sqlite3.connect(DB_PATH)\n"
+    )
+    assert sentences_of(request) == (
+        "Улучши этот код: добавь логирование в файл и отправку отчёта раз в сутки.",
+        "Проверь, нет ли ошибок.",
+    )

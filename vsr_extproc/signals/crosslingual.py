@@ -7,9 +7,9 @@ garak-multilingual's payloads). A chunk written in another language (``other_lan
 is therefore also read by a multilingual sentence model (``runtime.multilingual``), in
 whose space a sentence and its translation lie close: the chunk (and, in a chunk of
 ``ALONE_FROM`` sentences or more, each sentence alone: one order among friendly sentences
-is lost in their meaning) is scored by how much nearer it lies to the bank's attack
-exemplars than to its benign ones (the mean cosine of the ``NEAREST`` nearest of each),
-and the request keeps the higher of the two readings.
+is lost in their meaning; lines of code are no sentences) is scored by how much nearer it
+lies to the bank's attack exemplars than to its benign ones (the mean cosine of the
+``NEAREST`` nearest of each), and the request keeps the higher of the two readings.
 
 The exemplars are the jailbreak bank's own, in English (its attacks; its benign
 look-alikes, requests and messages heavy with personal data, without the source-code
@@ -30,6 +30,7 @@ chosen with garak-multilingual's ``dev`` payloads in view; ``SLOPE`` was set, no
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -160,10 +161,19 @@ def _words(text: str) -> list[str]:
     return found
 
 
-def sentences_of(text: str) -> list[str]:
-    """``text``'s sentences of ``MIN_SENTENCE`` characters or more, the first ``SENTENCES``."""
+@lru_cache(maxsize=1024)
+def sentences_of(text: str) -> tuple[str, ...]:
+    """``text``'s sentences of ``MIN_SENTENCE`` characters or more, the first ``SENTENCES``,
+    without its lines of code: the reading reads prose, and a request around a script is
+    its request's sentences (the script's lines once made a two-sentence request in
+    Russian a chunk of many, whose first sentence, read alone, lay nearer an "admin
+    override code" attack than anything benign). Remembered: the jailbreak and safety
+    readings ask it of the same chunks."""
     found = [piece.strip() for piece in _SENTENCE_BREAK.split(text)]
-    return [piece for piece in found if len(piece) >= MIN_SENTENCE][:SENTENCES]
+    prose = (
+        piece for piece in found if len(piece) >= MIN_SENTENCE and code_score(piece).score < CODE
+    )
+    return tuple(itertools.islice(prose, SENTENCES))
 
 
 def ui_messages() -> tuple[str, ...]:
