@@ -186,7 +186,10 @@ def ordinary_requests() -> tuple[str, ...]:
     return _bank_texts(ORDINARY_REQUESTS)
 
 
+@cache
 def _bank_texts(path: Path) -> tuple[str, ...]:
+    """A bank's texts, read once a process: the jailbreak and safety readings both fit
+    on the ordinary requests."""
     lines = path.read_bytes().splitlines()
     return tuple(orjson.loads(line)["text"] for line in lines if line.strip())
 
