@@ -6,6 +6,7 @@ the README reports (``eval names``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import orjson
@@ -55,6 +56,23 @@ def router() -> Router:
     return Router(compile_policy(parse_config(_config()), Resources()))
 
 
+@functools.cache
+def _entity_model() -> EntityModel:
+    from vsr_extproc.runtime.entities import load_entity_model
+
+    model = load_entity_model(_MODEL)
+    assert model is not None
+    return model
+
+
+def _people(text: str) -> list[str]:
+    """The distinct person names the shipped pipeline finds in ``text``, sorted."""
+    from vsr_extproc.detectors import FindingType
+
+    found = _entity_model().find(text)
+    return sorted({text[f.start : f.end] for f in found if f.type is FindingType.PERSON})
+
+
 def _results(router: Router, prompt: str) -> dict[str, Any]:
     decision = asyncio.run(router.explain(body(chat(user(prompt)))))
     return dict(decision.results)
@@ -100,11 +118,12 @@ def test_names_in_other_languages_and_words_that_only_look_like_them(
 
 def test_names_in_other_languages_meet_their_measured_levels() -> None:
     """The other languages of ``vsr-extproc eval names`` (test split; measured: recall 0.816
-    of 288 names, precision 0.951, 6 of 80 messages without a name flagged, 16 of Django's
-    1,727 messages; 0.809 before Polish "Pan" was read as a title, 0.802 before the
-    particles of Dutch surnames were read whatever the lists hold; 0.774, 0.949, 6/80 and
-    16/1,727 before Polish surnames were read, 25 of Django's before a technology's name
-    stopped counting as a person's: "Mac");
+    of 288 names, precision 0.951, 6 of 80 messages without a name flagged, 11 of Django's
+    1,727 messages (16 before a span the model reads as a person stopped holding words in
+    small letters but a name's particles); 0.809 before Polish "Pan" was read as a title,
+    0.802 before the particles of Dutch surnames were read whatever the lists hold; 0.774,
+    0.949, 6/80 and 16/1,727 before Polish surnames were read, 25 of Django's before a
+    technology's name stopped counting as a person's: "Mac");
     with spaCy's small pipeline, before short texts were read whole: 0.767, 0.891, 7/80
     and 26/1,727; before the English model was kept to English text: 0.785, 0.571, 23/80
     and 190/1,727)."""
@@ -231,6 +250,75 @@ def test_the_public_figures_are_what_wordnet_gives() -> None:
     assert "WordNet 3.1 Copyright 2011 by Princeton University." in shipped
 
 
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # each held a person before: words of English that only other countries' lists
+        # give as names, words of code, a sentence of another language the model took
+        # for a name, a form of address
+        ('rl.drawText("Press arrow keys to simulate controller input!", 190, 200, 20);', []),
+        ("The share of winners follows the Beta (20.0, b) distribution.", []),
+        ("texture_node.name = 'NormalMap'\nimage = bpy.data.images.new(name='NormalMap')", []),
+        ("level = Math.min(6, level + 1)", []),
+        ("prob = LpProblem('Map Coverage Problem', LpMinimize)", []),
+        ("opts = optimoptions('gamultiobj', 'PopulationSize', 1000, 'MaxGenerations', 100);", []),
+        (
+            "return response\n\nDer Hintergrund ist, dass ich mit fastapi einen post request, "
+            "der einen Stream zurückliefert, gerne redirecten möchte. Hast du eine Idee wie "
+            "ich meinen Code ändern muss?",
+            [],
+        ),
+        ("PROSECUTOR: Thank you, Your Honor. Ladies and gentlemen of the jury …", []),
+        # names stay names: a prefix before a capital, a particle or a title in small
+        # letters, an English list's surname that is a word, a cue before a word, a name
+        # only other lists hold that is no English word
+        ("Please ask McDonald to send the keys.", ["McDonald"]),
+        ("Write a scene where LeBron argues with DeShawn.", ["DeShawn", "LeBron"]),
+        ("Karim bin Hamad called about the lease.", ["Karim", "Karim bin Hamad"]),
+        ("The report is from dr Seuss and his team.", ["Seuss", "dr Seuss"]),
+        ("Foster said the package was late.", ["Foster"]),
+        ("Dear Love, thanks for the flowers.", ["Love"]),
+        ("Amir will bring the contract on Monday.", ["Amir"]),
+    ],
+)
+def test_words_code_and_other_languages_sentences_are_not_names(
+    text: str, names: list[str]
+) -> None:
+    assert _people(text) == names
+
+
+def test_words_that_are_names_elsewhere_are_what_wordnet_and_faker_give() -> None:
+    """``banks/name_words.txt`` is written by ``python -m vsr_extproc.eval.figures`` from
+    the pinned WordNet and Faker's lists, not edited, and carries WordNet's notice."""
+    from vsr_extproc.eval.figures import name_words_text
+    from vsr_extproc.runtime.entities import NAME_WORDS
+
+    shipped = NAME_WORDS.read_text(encoding="utf-8")
+    assert shipped == name_words_text()
+    assert "WordNet 3.1 Copyright 2011 by Princeton University." in shipped
+    assert {"love", "press", "beta", "john"} <= set(shipped.splitlines())
+
+
+def test_ordinary_requests_to_an_assistant_rarely_hold_a_person() -> None:
+    """The `test` split's 1,146 ordinary requests (AlpacaEval, Arena-Hard, MT-Bench), the
+    names found in them labelled by a reader blind to the detector
+    (``eval/data/assistant_request_names.jsonl``; measured: 169 requests hold a person,
+    48 of them a private one; of the names found 140 a private person's, 115 a public
+    figure's or a published character's, 118 no person's. Before English words that only
+    other countries give as names, words of code, sentences of other languages and forms
+    of address stopped counting: 189 requests, 49; 141, 117, 162)."""
+    from vsr_extproc.eval.public import requests_to_an_assistant
+
+    report = evaluate_names([], _MODEL, ordinary=requests_to_an_assistant("test"))
+    ordinary = report["ordinary_requests"]
+    assert ordinary["count"] == 1146
+    assert ordinary["holding_a_person"] <= 175
+    names = ordinary["names_by_label"]
+    assert names.get("unlabelled", 0) <= 5  # the labels cover what the detector finds
+    assert names["private"] >= 138  # a private person's name is still found
+    assert names["not"] <= 125
+
+
 def test_a_route_that_redacts_person_names_replaces_them_consistently(router: Router) -> None:
     action = router.policy.decisions[0].action
     assert isinstance(action, RouteAction)
@@ -256,8 +344,9 @@ def test_without_the_model_names_are_unavailable_and_the_rest_still_works() -> N
 
 def test_names_on_presidio_templates_meet_their_measured_levels() -> None:
     """The test split of ``vsr-extproc eval names`` (measured: person recall 0.858 (0.863
-    before a technology's name stopped counting as a person's), precision 0.904 (0.881
-    before it, a weekday and a title's words stopped counting); name-only messages 206/240;
+    before a technology's name stopped counting as a person's), precision 0.913 (0.909
+    before words, code and other languages' sentences stopped counting; 0.881 before a
+    technology's name, a weekday and a title's words did); name-only messages 206/240;
     address precision 0.959; with spaCy's small pipeline: 0.823, 0.845, 204/240)."""
     report = evaluate_names(names_rows("test"), _MODEL)
     person = report["per_type"]["person"]
@@ -402,15 +491,7 @@ def test_a_short_text_is_read_as_english_only_without_another_languages_words(
 def test_places_and_companies_named_after_people_are_not_people(
     text: str, names: list[str]
 ) -> None:
-    from vsr_extproc.detectors import FindingType
-    from vsr_extproc.runtime.entities import load_entity_model
-
-    model = load_entity_model(_MODEL)
-    assert model is not None
-    found = sorted(
-        {text[f.start : f.end] for f in model.find(text) if f.type is FindingType.PERSON}
-    )
-    assert found == names
+    assert _people(text) == names
 
 
 def test_a_name_across_the_two_thousandth_character_is_found_and_redacted_whole(

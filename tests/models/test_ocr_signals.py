@@ -307,9 +307,12 @@ def test_an_image_that_outlasts_the_signal_costs_only_its_own_findings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first image's secret stands when the second is still being read as the signal
-    runs out of time: the signal answers at 95% of its timeout with what it has."""
+    runs out of time: the signal answers at 95% of its timeout with what it has. (The
+    timeout leaves the screenshot's own read room on a loaded machine: 2.5 s did not, once,
+    with the suite's two workers reading models beside it.)"""
+    timeout = 6000
     config = _config()
-    config["signals"]["image_text"] = [{**signal, "timeout_ms": 2500} for signal in SIGNALS]
+    config["signals"]["image_text"] = [{**signal, "timeout_ms": timeout} for signal in SIGNALS]
     router = Router(compile_policy(parse_config(config), Resources()))
     engine = _engine(router)
     read = engine.read
@@ -325,10 +328,10 @@ def test_an_image_that_outlasts_the_signal_costs_only_its_own_findings(
     decision = _decide(router, _fresh_png("code_with_key.png", 7), _fresh_png("passport.png", 8))
     secrets = decision.results["image_text.secrets_in_screenshot"]
     assert (secrets.matched, secrets.error) == (True, None)
-    assert secrets.latency_ms < 2500
+    assert secrets.latency_ms < timeout
     read_key, not_read = secrets.value["images"]
     assert read_key["findings"]["aws_access_key"] == 1
-    assert not_read == {"image": 1, "error": "not read within 2500 ms"}
+    assert not_read == {"image": 1, "error": f"not read within {timeout} ms"}
     # the unread passport is not evidence either way: no MRZ, and no failure of the signal
     mrz = decision.results["image_text.passport_mrz"]
     assert (mrz.matched, mrz.error) == (False, None)

