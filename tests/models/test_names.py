@@ -269,10 +269,11 @@ def test_the_public_figures_are_what_wordnet_gives() -> None:
             [],
         ),
         ("PROSECUTOR: Thank you, Your Honor. Ladies and gentlemen of the jury …", []),
-        # names stay names: a prefix before a capital, a particle or a title in small
-        # letters, an English list's surname that is a word, a cue before a word, a name
-        # only other lists hold that is no English word
+        # names stay names: a prefix before a capital, names joined, a particle or a
+        # title in small letters, an English list's surname that is a word, a cue before
+        # a word, a name only other lists hold that is no English word
         ("Please ask McDonald to send the keys.", ["McDonald"]),
+        ("Please ask MaryAnn to call me back about the refund.", ["MaryAnn"]),
         ("Write a scene where LeBron argues with DeShawn.", ["DeShawn", "LeBron"]),
         ("Karim bin Hamad called about the lease.", ["Karim", "Karim bin Hamad"]),
         ("The report is from dr Seuss and his team.", ["Seuss", "dr Seuss"]),

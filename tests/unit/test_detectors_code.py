@@ -315,6 +315,41 @@ In [3]: df.groupby("user_id").size()"""
     assert code_score(session).score >= 0.5, code_score(session)
 
 
+@pytest.mark.parametrize(
+    "session",
+    [
+        # a program's output between the commands read as sentences before (0.44, 0.44)
+        '$ git status\nOn branch main\nChanges not staged for commit:\n  (use "git add '
+        '<file>..." to update what will be committed)\n\tmodified:   src/app.py\n$ git '
+        'commit -am "fix"\n[main 3f2a1c9] fix\n 1 file changed, 2 insertions(+), 1 deletion(-)',
+        "In [1]: import numpy as np\n\nIn [2]: np.arange(5).reshape(2, 3)\n"
+        "---------------------------------------------------------------------------\n"
+        "ValueError                                Traceback (most recent call last)\n"
+        "Cell In[2], line 1\n----> 1 np.arange(5).reshape(2, 3)\n\n"
+        "ValueError: cannot reshape array of size 5 into shape (2,3)",
+    ],
+    ids=["git", "ipython"],
+)
+def test_what_a_terminals_commands_print_is_not_prose(session: str) -> None:
+    assert code_score(session).score >= 0.6, code_score(session)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$ 5 off your next order when you sign up today\n"
+        "$ 10 off orders over fifty dollars this weekend only\n"
+        "Terms and conditions apply to every offer in this leaflet.",
+        ">>> On Monday, Anna wrote:\n>>> Thanks for the update, we will review it tomorrow.\n"
+        "> Sounds good, let me know how it goes.\n"
+        "Sure, I will send the notes after the meeting.\nBest regards,\nTom",
+    ],
+    ids=["prices", "quoted-email"],
+)
+def test_prices_and_quoted_mail_are_no_terminal(text: str) -> None:
+    assert code_score(text).score < 0.5, code_score(text)
+
+
 BLOCKS_ENDING_IN_WORDS = {
     "ruby": "require 'json'\n\nclass Cart\n  def total\n    items.sum do |item|\n"
     "      item.price * item.quantity\n    end\n  end\nend\nputs Cart.new.total",

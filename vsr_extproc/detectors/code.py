@@ -14,7 +14,9 @@ line-number gutter (numbers that count up down the left edge, as editors show by
 default), diff markers (``+``, ``-``), and prompts (``$ ``, ``>>> ``, ``In [3]:``). The
 line cues are anchored at the start of the code, not of the screen line. A line that is a
 file's name alone (an IDE's file tree, an editor's tab) is chrome and counts for neither
-side.
+side. On a terminal (two commands or more after prompts: a program's name or a path first,
+or a cue of code; not "$ 5 off"), a sentence no prompt precedes is what a program printed
+("On branch main") and counts for neither side either.
 
 Beside the cues, a line model that knows no language: each line becomes its *shape*
 (``line_shape``: a word becomes ``w``, a capitalised one ``W``, a camelCase one ``m``, a
@@ -136,6 +138,8 @@ _PROMPT = re.compile(
     r"^\s*(?:>>>|\.\.\.|In \[\d*\]:|Out\[\d*\]:|[$%]|(?:PS )?[A-Za-z]:\\[^>]*>"
     r"|[\w.\-]+@[\w.\-]+(?::[^$#\s]*)?[$#])(?=\s|$)\s?"
 )
+_TERMINAL_PROMPTS = 2  # commands after a prompt that make a screen a terminal
+_COMMAND_START = re.compile(r"[a-z][\w.+-]*(?:\s|$)|[./~]")
 _MARGIN_SHARE = 0.5
 _COUNTED_RUN = 5  # adjacent lines numbered n, n+1, …: a gutter, whatever else the screen shows
 # a word of prose, in any script: not part of an identifier (snake_case, dotted.name, a
@@ -326,6 +330,13 @@ def line_code_probability(line: str) -> float:
     known = [weights[gram] for gram in shape_ngrams(shape) if gram in weights]
     logit = intercept + (sum(known) / math.sqrt(len(known)) if known else 0.0)
     return 1.0 / (1.0 + math.exp(-logit))
+
+
+def _a_command(line: str) -> bool:
+    """Whether ``line``, which followed a prompt, reads as a command: a program's name or a
+    path first (``git status``, ``./run.sh``, ``python app.py``), or a cue of code; not a
+    price ("$ 5 off") nor a quoted e-mail's sentence (">>> On Monday, Anna wrote:")."""
+    return bool(_COMMAND_START.match(line)) or _line_cues(line) > 0
 
 
 def _is_prose_line(line: str, cues: int) -> bool:
@@ -524,6 +535,9 @@ def _weigh(
     ) or _continued_stars(lines)
     previous = ""
     inside = False
+    # a terminal: its commands follow prompts, and what they print is the programs', not
+    # anyone's prose ("On branch main", "Changes not staged for commit:")
+    terminal = sum(prompted and _a_command(line) for line, prompted in screen) >= _TERMINAL_PROMPTS
     # the last line each closer ends (looked up, not searched for from every line: a
     # screen of commented-out code would cost the square of its lines)
     last_end = {
@@ -555,6 +569,9 @@ def _weigh(
         uncommented.append(line)
         cues, likely = _cues_and_likelihood(line, prompted)
         if _is_prose_line(line, cues):
+            if terminal and not prompted:
+                mute_lines += 1  # a program's output
+                continue
             prose_lines += 1
         elif cues:
             code_lines += 1

@@ -56,12 +56,13 @@ _LETTER = re.compile(r"[^\W\d_]")
 # named after one ("a Roth IRA", "is a Roth conversion worth it", "a Picasso")
 _AN_EPONYM = re.compile(r"\b(?i:an?)[ \t]+$")
 # a word of code: a lower-case letter then a capital inside it ("NormalMap", "LpMinimize";
-# not "McDonald", "DeShawn", "LeBron", "MacKenzie", "O'Neil": a name's prefix before
-# the capital), or a name followed at once by a member or a call ("Math.min", "Kelvin(")
+# not "McDonald", "DeShawn", "LeBron", "MacKenzie": a name's prefix before the capital);
+# a name followed at once by a member or a call ("Math.min", "Kelvin("), or one's member
 _CAMEL_CASE = re.compile(r"(?!(?:Mc|Mac|De|Di|Da|Du|La|Le|Lo|Van|Von|Fitz|St)[A-Z])\w*[a-z][A-Z]")
 _CODE_AFTER = re.compile(r"[.(][A-Za-z_$]|::|\(\)")
 _CODE_BEFORE = re.compile(r"(?:\w[._]|[_$])$")  # "obj.Name", "my_Name", "$Name"
 _CODE_WORD = 6  # letters at least: shorter, "JdeG" is someone's initials
+_CAMEL_PART = re.compile(r"[A-Z]?[^\W\d_A-Z]+|[A-Z]+(?![^\W\d_A-Z])")
 # the model's places (``_in_a_place``)
 _PLACES = frozenset({"GPE", "LOC", "FAC"})
 _LOCATIVE = re.compile(r"(?i:\b(?:in|from|near|across|around|throughout|outside)\s+)$")
@@ -780,7 +781,7 @@ class EntityModel:
                 if (
                     finding.type is FindingType.PERSON
                     and finding.detail != "cue"
-                    and _code(text, finding)
+                    and _code(text, finding, self.gazetteer)
                 ):
                     continue
                 if (
@@ -914,12 +915,21 @@ _PLACE_BEFORE = re.compile(
 _CONTEXT = 60
 
 
-def _code(text: str, finding: Finding) -> bool:
+def _code(text: str, finding: Finding, gazetteer: Gazetteer | None) -> bool:
     """Whether the person ``finding`` found in ``text`` is a word of code (``_CAMEL_CASE``,
-    ``_CODE_AFTER``, ``_CODE_BEFORE``)."""
+    ``_CODE_AFTER``, ``_CODE_BEFORE``); a word whose parts are all names the lists hold
+    is none ("MaryAnn", "AnnMarie")."""
     start, end = finding.start, finding.end
     name = text[start:end]
-    if any(len(word) >= _CODE_WORD and _CAMEL_CASE.match(word) for word in name.split()):
+
+    def names_joined(word: str) -> bool:
+        known = gazetteer.given | gazetteer.surnames if gazetteer is not None else frozenset()
+        return all(part in known for part in _CAMEL_PART.findall(word))
+
+    if any(
+        len(word) >= _CODE_WORD and _CAMEL_CASE.match(word) and not names_joined(word)
+        for word in name.split()
+    ):
         return True
     return bool(_CODE_AFTER.match(text, end) or _CODE_BEFORE.search(text, max(0, start - 2), start))
 
