@@ -102,13 +102,14 @@ bench: $(STAMP) ## latency and throughput benchmarks (prints the README's number
 	$(BIN)/python -m bench.run
 
 .PHONY: eval-text
-eval-text: $(STAMP) ## the text signals on their evaluation sets: domain, pii, names, jailbreak, safety (SPLIT=dev|test)
+eval-text: $(STAMP) ## the text signals on their evaluation sets: domain, pii, names, jailbreak, safety, the demo's decisions (SPLIT=dev|test)
 	@mkdir -p .reports
 	$(BIN)/vsr-extproc eval domain --split $(or $(SPLIT),test) --report .reports/eval-domain-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval pii --report .reports/eval-pii.json
 	$(BIN)/vsr-extproc eval names --split $(or $(SPLIT),test) --report .reports/eval-names-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval jailbreak --split $(or $(SPLIT),test) --report .reports/eval-jailbreak-$(or $(SPLIT),test).json
 	$(BIN)/vsr-extproc eval safety --split $(or $(SPLIT),test) --report .reports/eval-safety-$(or $(SPLIT),test).json
+	$(BIN)/vsr-extproc eval decisions --split $(or $(SPLIT),test) --report .reports/eval-decisions-$(or $(SPLIT),test).json
 
 .PHONY: eval-code-windows
 eval-code-windows: $(STAMP) ## the code detector on windows of source files from Debian packages, as screens (no OCR)

@@ -144,7 +144,10 @@ def _parser() -> argparse.ArgumentParser:
         "eval", help="measure a signal on its evaluation sets; print and write a report"
     )
     evaluate.add_argument(
-        "task", choices=("domain", "pii", "names", "jailbreak", "safety", "images")
+        "task",
+        choices=("domain", "pii", "names", "jailbreak", "safety", "images", "decisions"),
+        help="decisions: what a config (--config, default the demo's) decides for the "
+        "split's ordinary requests to an assistant",
     )
     evaluate.add_argument("--data", type=Path, help="JSON Lines (default: the shipped set)")
     evaluate.add_argument(
@@ -152,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("dev", "test"),
         default="test",
         help="domain (MMLU's questions), pii (its credentials in sentences), names, "
-        "jailbreak, safety, images: which frozen split (default: test)",
+        "jailbreak, safety, images, decisions: which frozen split (default: test)",
     )
     evaluate.add_argument(
         "--budget-ms",
@@ -440,8 +443,13 @@ def _eval(args: argparse.Namespace) -> int:
         if not scale.isdigit() or int(scale) < 1:
             raise SystemExit(f"--more: SCALE must be a whole number of at least 1, not {scale!r}")
         more = (scenario, int(scale))
+    config = args.config
+    if args.task == "decisions" and config is None:
+        from vsr_extproc.demo import demo_files
+
+        config = demo_files() / "router.yaml"
     report = evaluation.run(
-        args.task, args.data, args.config, args.precision, args.runtime, args.split,
+        args.task, args.data, config, args.precision, args.runtime, args.split,
         args.budget_ms, more,
     )  # fmt: skip
     path = args.report or Path(f"eval-{args.task}.json")

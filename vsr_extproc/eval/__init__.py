@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from vsr_extproc.signals.safety import Guard
 
 DATA = Path(__file__).resolve().parent / "data"
-TASKS = ("domain", "pii", "names", "jailbreak", "safety", "images")
+TASKS = ("domain", "pii", "names", "jailbreak", "safety", "images", "decisions")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -399,6 +399,45 @@ def evaluate_names(
             "names": dict(persons.most_common()),
         },
         "errors": errors,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def evaluate_decisions(config: Path, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a config decides for each of ``rows`` sent as a user's one message, as Envoy
+    would send it: how many requests each decision took, by source, and every request the
+    router answered itself (refused, asked to confirm) instead of routing."""
+    from vsr_extproc.config.compile import load_policy
+    from vsr_extproc.core.router import Router
+
+    started = time.perf_counter()
+    _, policy = load_policy(config)
+    router = Router(policy)
+    decided: Counter[str] = Counter()
+    by_source: dict[str, Counter[str]] = defaultdict(Counter)
+    answered: list[dict[str, Any]] = []
+
+    async def decide_all() -> None:
+        for row in rows:
+            message = {"role": "user", "content": row["text"]}
+            decision = await router.explain(orjson.dumps({"model": "auto", "messages": [message]}))
+            decided[decision.name] += 1
+            by_source[row["source"]][decision.name] += 1
+            if decision.outcome.value != "routed":
+                answered.append({
+                    "decision": decision.name, "outcome": decision.outcome.value,
+                    "source": row["source"], "text": row["text"][:200],
+                })  # fmt: skip
+
+    asyncio.run(decide_all())
+    return {
+        "task": "decisions",
+        "examples": len(rows),
+        "config": str(config),
+        "decisions": dict(decided.most_common()),
+        "by_source": {source: dict(counts.most_common()) for source, counts in by_source.items()},
+        "answered_by_the_router": len(answered),
+        "answered": answered,
         "seconds": round(time.perf_counter() - started, 2),
     }
 
@@ -824,6 +863,15 @@ def run(
         )
         report["split"] = split
         return report
+    if task == "decisions":
+        from vsr_extproc.errors import RouterError
+        from vsr_extproc.eval.public import requests_to_an_assistant
+
+        if config is None:
+            raise RouterError("eval decisions: which config decides? (--config)")
+        report = evaluate_decisions(config, requests_to_an_assistant(split))
+        report["split"] = split
+        return report
     if task == "images":
         from vsr_extproc.eval import images
 
@@ -892,6 +940,20 @@ def summary(report: dict[str, Any]) -> str:
 
         return images.summary(report)
     lines = [f"{task}: {report['examples']} examples, {report['seconds']} s"]
+    if task == "decisions":
+        lines.append(
+            f"ordinary requests to an assistant (split {report['split']}) through "
+            f"{report['config']}: answered by the router itself (refused, confirmed) "
+            f"{report['answered_by_the_router']}/{report['examples']}"
+        )
+        lines.extend(f"  {name:<24} {count}" for name, count in report["decisions"].items())
+        for source, counts in report["by_source"].items():
+            lines.append(f"  {source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        lines.extend(
+            f"  answered: {row['decision']} ({row['source']}) {row['text'][:90]!r}"
+            for row in report["answered"]
+        )
+        return "\n".join(lines)
     if task == "domain":
         lines.append(
             f"top-1 accuracy {report['accuracy']:.3f}  "
