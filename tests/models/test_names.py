@@ -269,6 +269,9 @@ def test_the_public_figures_are_what_wordnet_gives() -> None:
             [],
         ),
         ("PROSECUTOR: Thank you, Your Honor. Ladies and gentlemen of the jury …", []),
+        # the assistant greeted by its name as the message opens
+        ("Hey Claude, summarize this article.", []),
+        ("Hi ChatGPT, can you help me write a cover letter?", []),
         # names stay names: a prefix before a capital, names joined, a particle or a
         # title in small letters, an English list's surname that is a word, a cue before
         # a word, a name only other lists hold that is no English word
@@ -280,6 +283,7 @@ def test_the_public_figures_are_what_wordnet_gives() -> None:
         ("Foster said the package was late.", ["Foster"]),
         ("Dear Love, thanks for the flowers.", ["Love"]),
         ("Amir will bring the contract on Monday.", ["Amir"]),
+        ("Please forward this to Claude before Friday.", ["Claude"]),
     ],
 )
 def test_words_code_and_other_languages_sentences_are_not_names(
@@ -303,9 +307,9 @@ def test_words_that_are_names_elsewhere_are_what_wordnet_and_faker_give() -> Non
 def test_ordinary_requests_to_an_assistant_rarely_hold_a_person() -> None:
     """The `test` split's 1,146 ordinary requests (AlpacaEval, Arena-Hard, MT-Bench), the
     names found in them labelled by a reader blind to the detector
-    (``eval/data/assistant_request_names.jsonl``; measured: 169 requests hold a person,
+    (``eval/data/assistant_request_names.jsonl``; measured: 168 requests hold a person,
     48 of them a private one; of the names found 140 a private person's, 115 a public
-    figure's or a published character's, 118 no person's. Before English words that only
+    figure's or a published character's, 117 no person's. Before English words that only
     other countries give as names, words of code, sentences of other languages and forms
     of address stopped counting: 189 requests, 49; 141, 117, 162)."""
     from vsr_extproc.eval.public import requests_to_an_assistant

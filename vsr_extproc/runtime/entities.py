@@ -62,6 +62,16 @@ _CAMEL_CASE = re.compile(r"(?!(?:Mc|Mac|De|Di|Da|Du|La|Le|Lo|Van|Von|Fitz|St)[A-
 _CODE_AFTER = re.compile(r"[.(][A-Za-z_$]|::|\(\)")
 _CODE_BEFORE = re.compile(r"(?:\w[._]|[_$])$")  # "obj.Name", "my_Name", "$Name"
 _CODE_WORD = 6  # letters at least: shorter, "JdeG" is someone's initials
+# the assistants people greet by name as a message opens ("Hi ChatGPT,", "Hey Claude,
+# summarize …"): the message is to the assistant, not about a person
+_ASSISTANTS = frozenset(
+    {"AI", "Assistant", "Bot", "Chatbot", "ChatGPT", "GPT", "Copilot", "Bard", "Siri",
+     "Cortana", "Grok", "Bixby", "Claude", "Gemini", "Alexa", "Llama", "Mistral",
+     "Perplexity", "DeepSeek", "Qwen"}
+)  # fmt: skip
+_OPENING_GREETING = re.compile(
+    r"\s*(?:(?i:hi|hello|hey|dear|thanks|thank\s+you|ok|okay|yo|greetings)\b[\s,!.]*)?$"
+)
 _CAMEL_PART = re.compile(r"[A-Z]?[^\W\d_A-Z]+|[A-Z]+(?![^\W\d_A-Z])")
 # the model's places (``_in_a_place``)
 _PLACES = frozenset({"GPE", "LOC", "FAC"})
@@ -782,6 +792,10 @@ class EntityModel:
                     finding.type is FindingType.PERSON
                     and finding.detail != "cue"
                     and _code(text, finding, self.gazetteer)
+                ) or (
+                    finding.type is FindingType.PERSON
+                    and text[finding.start : finding.end] in _ASSISTANTS
+                    and _OPENING_GREETING.fullmatch(text, 0, finding.start)
                 ):
                     continue
                 if (
