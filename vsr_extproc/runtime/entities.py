@@ -241,17 +241,12 @@ class Gazetteer:
     def load(cls) -> Gazetteer:
         import faker.providers.address as addresses
         import faker.providers.date_time as dates
-        import faker.providers.person as people
         from faker.providers.lorem.en_US import Provider as Lorem
         from faker.providers.person.en import Provider as English
         from spacy.lang.en.stop_words import STOP_WORDS
 
-        given = set(given_names())
-        surnames: set[str] = set()
-        for attributes in _providers(people):
-            for attribute, value in attributes.items():
-                if _SURNAMES.fullmatch(attribute):
-                    surnames.update(_strings(value))
+        given = set(faker_names())
+        surnames = set(faker_names(attributes=_SURNAMES))
         # Polish lists a surname in its masculine form; the feminine one ends in -a
         # ("Kowalski", "Kowalska"; "Sawicki", "Sawicka")
         surnames.update(name[:-1] + "a" for name in list(surnames) if name.endswith(("ski", "cki")))
@@ -272,7 +267,7 @@ class Gazetteer:
         # words of English that the world's lists give as names, but no English list gives
         # as a given name or a surname ("Love", "Beta"; not "John", "Hale", "Foster")
         english_words = frozenset(word.title() for word in _name_words()) & given
-        english_words -= given_names(_ENGLISH_PEOPLE) | given_names(_ENGLISH_PEOPLE, _SURNAMES)
+        english_words -= faker_names(_ENGLISH_PEOPLE) | faker_names(_ENGLISH_PEOPLE, _SURNAMES)
         return cls(
             frozenset(given - stop),
             frozenset(surnames - stop),
@@ -605,11 +600,11 @@ def _opens_a_sentence(text: str, start: int) -> bool:
     return index < 0 or text[index] in ".!?:\n"
 
 
-def given_names(
+def faker_names(
     locales: Iterable[str] | None = None, attributes: re.Pattern[str] = _GIVEN_NAMES
 ) -> frozenset[str]:
-    """The given names of Faker's person providers: every locale's, or ``locales``'; or
-    with ``attributes`` ``_SURNAMES``, their surnames."""
+    """The names Faker's person providers list under ``attributes`` (``_GIVEN_NAMES`` or
+    ``_SURNAMES``): every locale's, or ``locales``'."""
     import faker.providers.person as people
 
     if locales is None:
@@ -937,8 +932,10 @@ def _code(text: str, finding: Finding, gazetteer: Gazetteer | None) -> bool:
     name = text[start:end]
 
     def names_joined(word: str) -> bool:
-        known = gazetteer.given | gazetteer.surnames if gazetteer is not None else frozenset()
-        return all(part in known for part in _CAMEL_PART.findall(word))
+        return gazetteer is not None and all(
+            part in gazetteer.given or part in gazetteer.surnames
+            for part in _CAMEL_PART.findall(word)
+        )
 
     if any(
         len(word) >= _CODE_WORD and _CAMEL_CASE.match(word) and not names_joined(word)
